@@ -1,0 +1,450 @@
+"""The only importer of the compiled module rdk._rdkafka.
+
+Version checks, librdkafka's error table, one ``check(err)``, configuration
+building, and ``Client``: the single owner of an ``rd_kafka_t`` handle, its main
+event queue (stats, errors, logs and delivery reports arrive there; a thread of
+ours polls it, so librdkafka's threads never call into Python) and its topic
+handles. Feature modules talk to C only through this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ._rdkafka import ffi, lib
+from .errors import ConfigError, KafkaError
+
+__all__ = ["ffi", "lib", "check", "Client", "librdkafka_version", "features"]
+
+MIN_VERSION = 0x020A0000  # 2.10.0
+
+if lib.rd_kafka_version() < MIN_VERSION:  # pragma: no cover - depends on the build
+    raise ImportError(
+        f"rdk needs librdkafka >= 2.10, but loaded {ffi.string(lib.rd_kafka_version_str()).decode()}"
+    )
+
+log = logging.getLogger("rdk")
+
+# ---- versions --------------------------------------------------------------
+
+
+def librdkafka_version() -> str:
+    """The linked librdkafka's version string, e.g. ``"2.12.0"``."""
+    return ffi.string(lib.rd_kafka_version_str()).decode()
+
+
+def built_against() -> int:
+    """RD_KAFKA_VERSION of the headers the extension was compiled against."""
+    return int(lib.RDK_BUILT_AGAINST)
+
+
+def features() -> set[str]:
+    """librdkafka's ``builtin.features`` (``ssl``, ``sasl_scram``, ``zstd``...) as a set."""
+    conf = lib.rd_kafka_conf_new()
+    try:
+        size = ffi.new("size_t *", 1024)
+        buf = ffi.new("char[]", 1024)
+        if lib.rd_kafka_conf_get(conf, b"builtin.features", buf, size) != lib.RD_KAFKA_CONF_OK:
+            return set()
+        return set(filter(None, ffi.string(buf).decode().split(",")))
+    finally:
+        lib.rd_kafka_conf_destroy(conf)
+
+
+# ---- errors ------------------------------------------------------------------
+
+
+def _load_error_table() -> tuple[dict[int, str], dict[int, str]]:
+    descs = ffi.new("struct rd_kafka_err_desc **")
+    count = ffi.new("size_t *")
+    lib.rd_kafka_get_err_descs(descs, count)
+    names: dict[int, str] = {}
+    texts: dict[int, str] = {}
+    for i in range(count[0]):
+        d = descs[0][i]
+        if d.name == ffi.NULL:
+            continue
+        names[int(d.code)] = ffi.string(d.name).decode()
+        texts[int(d.code)] = ffi.string(d.desc).decode() if d.desc != ffi.NULL else ""
+    return names, texts
+
+
+_ERR_NAMES, _ERR_TEXTS = _load_error_table()
+ERROR_CODES: dict[str, int] = {name: code for code, name in _ERR_NAMES.items()}
+
+# Errors a retry can cure (librdkafka retries these itself inside message.timeout.ms).
+_RETRIABLE = {
+    ERROR_CODES[name]
+    for name in (
+        "_TRANSPORT", "_TIMED_OUT", "_MSG_TIMED_OUT", "_ALL_BROKERS_DOWN", "_QUEUE_FULL",
+        "_RESOLVE", "_WAIT_COORD", "REQUEST_TIMED_OUT", "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_FOR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "NETWORK_EXCEPTION", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR", "KAFKA_STORAGE_ERROR", "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH",
+        "OFFSET_NOT_AVAILABLE", "THROTTLING_QUOTA_EXCEEDED",
+    )
+    if name in ERROR_CODES
+}
+
+
+def err_name(code: int) -> str:
+    return _ERR_NAMES.get(code) or ffi.string(lib.rd_kafka_err2name(code)).decode()
+
+
+def err_description(code: int) -> str:
+    return _ERR_TEXTS.get(code) or ffi.string(lib.rd_kafka_err2str(code)).decode()
+
+
+def is_retriable(code: int) -> bool:
+    return code in _RETRIABLE
+
+
+def check(err: int, context: str | None = None) -> None:
+    """Raise KafkaError for a non-zero librdkafka return code."""
+    if err:
+        raise KafkaError(int(err), context=context)
+
+
+def last_error(context: str | None = None) -> KafkaError:
+    """The calling thread's last librdkafka error (legacy API calls that return -1)."""
+    return KafkaError(int(lib.rd_kafka_last_error()), context=context)
+
+
+# ---- configuration -----------------------------------------------------------
+
+_SECRET = re.compile(r"password|secret|private|\.pem$|oauthbearer\.config|jaas", re.I)
+
+
+def is_secret(name: str) -> bool:
+    """True for properties whose values must never reach logs, messages or reprs."""
+    return bool(_SECRET.search(name))
+
+
+def redact(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``props`` with secret values replaced by ``***``."""
+    return {k: ("***" if is_secret(str(k)) else v) for k, v in props.items()}
+
+
+def conf_value(name: str, value: Any) -> str:
+    """A Python value as librdkafka's property text (True -> "true", 5 -> "5")."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise ConfigError(
+        f"configuration property {name!r}: expected str, int, float or bool, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _set_all(
+    setter: Callable[..., int], conf: Any, props: Mapping[str, Any], what: str
+) -> None:
+    errstr = ffi.new("char[]", 512)
+    for name, value in props.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{what}: property names must be non-empty str, got {name!r}")
+        text = conf_value(name, value)
+        res = setter(conf, name.encode(), text.encode(), errstr, 512)
+        if res != lib.RD_KAFKA_CONF_OK:
+            message = ffi.string(errstr).decode(errors="replace")
+            if is_secret(name):
+                message = message.replace(text, "***")
+            raise ConfigError(f"{what}: {message}")
+
+
+def new_conf(props: Mapping[str, Any], what: str = "driver_options") -> Any:
+    """A new rd_kafka_conf_t holding ``props`` (caller owns it; rd_kafka_new consumes it)."""
+    conf = lib.rd_kafka_conf_new()
+    try:
+        _set_all(lib.rd_kafka_conf_set, conf, props, what)
+    except BaseException:
+        lib.rd_kafka_conf_destroy(conf)
+        raise
+    return conf
+
+
+def new_topic_conf(props: Mapping[str, Any], what: str = "topic_options") -> Any:
+    conf = lib.rd_kafka_topic_conf_new()
+    try:
+        _set_all(lib.rd_kafka_topic_conf_set, conf, props, what)
+    except BaseException:
+        lib.rd_kafka_topic_conf_destroy(conf)
+        raise
+    return conf
+
+
+def validate_topic_options(props: Mapping[str, Any]) -> None:
+    """Raise ConfigError now if librdkafka refuses any topic property."""
+    lib.rd_kafka_topic_conf_destroy(new_topic_conf(props))
+
+
+# ---- metadata structs ----------------------------------------------------------
+
+
+class PartitionMetadata:
+    __slots__ = ("id", "leader", "replicas", "isrs", "error")
+
+    def __init__(self, id: int, leader: int, replicas: list[int], isrs: list[int],
+                 error: KafkaError | None) -> None:
+        self.id, self.leader, self.replicas, self.isrs, self.error = id, leader, replicas, isrs, error
+
+    def __repr__(self) -> str:
+        return (f"PartitionMetadata(id={self.id}, leader={self.leader}, "
+                f"replicas={self.replicas}, isrs={self.isrs})")
+
+
+class TopicMetadata:
+    __slots__ = ("name", "partitions", "error")
+
+    def __init__(self, name: str, partitions: list[PartitionMetadata], error: KafkaError | None):
+        self.name, self.partitions, self.error = name, partitions, error
+
+    def __repr__(self) -> str:
+        return f"TopicMetadata(name={self.name!r}, partitions={len(self.partitions)})"
+
+
+# ---- client handle ---------------------------------------------------------------
+
+_SYSLOG_TO_LOGGING = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
+
+EVENTS_ALL = lib.RD_KAFKA_EVENT_DR | lib.RD_KAFKA_EVENT_STATS | lib.RD_KAFKA_EVENT_ERROR | lib.RD_KAFKA_EVENT_LOG
+
+
+def _destroy(state: dict) -> None:
+    """Free a Client's C objects exactly once, children before the handle."""
+    for rkt in state.pop("topics", {}).values():
+        lib.rd_kafka_topic_destroy(rkt)
+    for q in state.pop("queues", []):
+        lib.rd_kafka_queue_destroy(q)
+    deliveries = state.pop("deliveries", None)
+    if deliveries is not None:
+        lib.rdk_deliveries_free(deliveries)
+    rk = state.pop("rk", None)
+    if rk is not None:
+        lib.rd_kafka_destroy(rk)
+
+
+class Client:
+    """Owns one rd_kafka_t: its main event queue, topic handles and event thread.
+
+    ``handlers`` receive what arrives on the main queue, on the event thread:
+    ``on_deliveries(deliveries)`` (an ``rdk_deliveries *`` already folded in C),
+    ``on_stats(dict)``, ``on_error(KafkaError)``. Log lines go to ``logger``.
+    Exceptions raised by handlers are logged and never stop the thread.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        props: Mapping[str, Any],
+        topic_props: Mapping[str, Any] | None = None,
+        *,
+        logger: logging.Logger | None = None,
+        on_deliveries: Callable[[Any], None] | None = None,
+        on_stats: Callable[[dict], None] | None = None,
+        on_error: Callable[[KafkaError], None] | None = None,
+        poll_interval_ms: int = 100,
+        start_thread: bool = True,
+    ) -> None:
+        self.logger = logger or log
+        self._on_deliveries = on_deliveries
+        self._on_stats = on_stats
+        self._on_error = on_error
+        self._poll_interval_ms = poll_interval_ms
+        self._topic_props = dict(topic_props or {})
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self.closed = False
+
+        conf = new_conf({"log.queue": True, **props})
+        if self._topic_props:
+            tconf = new_topic_conf(self._topic_props)
+            lib.rd_kafka_conf_set_default_topic_conf(conf, tconf)  # conf owns tconf now
+        lib.rd_kafka_conf_set_events(conf, EVENTS_ALL)
+        errstr = ffi.new("char[]", 512)
+        rk_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
+        rk = lib.rd_kafka_new(rk_type, conf, errstr, 512)
+        if rk == ffi.NULL:
+            lib.rd_kafka_conf_destroy(conf)
+            raise ConfigError(ffi.string(errstr).decode(errors="replace"))
+        main_queue = lib.rd_kafka_queue_get_main(rk)
+        deliveries = lib.rdk_deliveries_new(8192)
+        self.rk = rk
+        self.main_queue = main_queue
+        self.deliveries = deliveries
+        self._state: dict = {"rk": rk, "topics": {}, "queues": [main_queue], "deliveries": deliveries}
+        self._finalizer = weakref.finalize(self, _destroy, self._state)
+        check(lib.rd_kafka_set_log_queue(rk, main_queue), "set_log_queue")
+        self._thread: threading.Thread | None = None
+        if start_thread:
+            self._thread = threading.Thread(
+                target=self._event_loop, name=f"rdk-events-{self.name}", daemon=True
+            )
+            self._thread.start()
+
+    @property
+    def name(self) -> str:
+        return ffi.string(lib.rd_kafka_name(self.rk)).decode()
+
+    # -- topics and queues ---------------------------------------------------
+    def topic(self, name: str) -> Any:
+        """The cached rd_kafka_topic_t for ``name`` (created on first use)."""
+        topics = self._state["topics"]
+        rkt = topics.get(name)
+        if rkt is None:
+            with self._lock:
+                self._ensure_open()
+                rkt = topics.get(name)
+                if rkt is None:
+                    rkt = lib.rd_kafka_topic_new(self.rk, name.encode(), ffi.NULL)
+                    if rkt == ffi.NULL:
+                        raise last_error(f"topic {name!r}")
+                    topics[name] = rkt
+        return rkt
+
+    def new_queue(self) -> Any:
+        with self._lock:
+            self._ensure_open()
+            q = lib.rd_kafka_queue_new(self.rk)
+            self._state["queues"].insert(0, q)
+            return q
+
+    def release_queue(self, q: Any) -> None:
+        """Destroy a queue made by new_queue() (idempotent)."""
+        with self._lock:
+            queues = self._state.get("queues", [])
+            if q in queues:
+                queues.remove(q)
+                lib.rd_kafka_queue_destroy(q)
+
+    def _ensure_open(self) -> None:
+        if self.closed:
+            from .errors import ClosedError
+
+            raise ClosedError("this client is closed")
+
+    # -- events ----------------------------------------------------------------
+    def _event_loop(self) -> None:
+        while not self._stopping.is_set():
+            self.serve_events(self._poll_interval_ms)
+
+    def serve_events(self, timeout_ms: int) -> int:
+        """Poll the main queue once (waiting up to timeout_ms); dispatch what arrived."""
+        d = self.deliveries
+        handled = 0
+        ev = lib.rdk_poll_events(self.main_queue, timeout_ms, d)
+        while True:
+            if d.n_runs or d.n_failed:
+                handled += d.n_runs + d.n_failed
+                self._call(self._on_deliveries, d)
+            if ev == ffi.NULL:
+                if d.pending == ffi.NULL:
+                    return handled
+            else:
+                handled += 1
+                try:
+                    self._dispatch(ev)
+                finally:
+                    lib.rd_kafka_event_destroy(ev)
+            ev = lib.rdk_poll_events(self.main_queue, 0, d)
+            if ev == ffi.NULL and not (d.n_runs or d.n_failed) and d.pending == ffi.NULL:
+                return handled
+
+    def _dispatch(self, ev: Any) -> None:
+        etype = lib.rd_kafka_event_type(ev)
+        if etype == lib.RD_KAFKA_EVENT_STATS:
+            if self._on_stats is not None:
+                text = ffi.string(lib.rd_kafka_event_stats(ev)).decode(errors="replace")
+                self._call(self._on_stats, json.loads(text))
+        elif etype == lib.RD_KAFKA_EVENT_ERROR:
+            err = lib.rd_kafka_event_error(ev)
+            text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
+            error = KafkaError(err, text, fatal=bool(lib.rd_kafka_event_error_is_fatal(ev)))
+            if self._on_error is not None:
+                self._call(self._on_error, error)
+            else:
+                self.logger.warning("librdkafka error: %s", error)
+        elif etype == lib.RD_KAFKA_EVENT_LOG:
+            fac = ffi.new("const char **")
+            text = ffi.new("const char **")
+            level = ffi.new("int *")
+            if lib.rd_kafka_event_log(ev, fac, text, level) == 0:
+                self.logger.log(
+                    _SYSLOG_TO_LOGGING.get(level[0], 10),
+                    "librdkafka %s: %s",
+                    ffi.string(fac[0]).decode(errors="replace"),
+                    ffi.string(text[0]).decode(errors="replace"),
+                )
+
+    def _call(self, fn: Callable | None, arg: Any) -> None:
+        if fn is None:
+            return
+        try:
+            fn(arg)
+        except Exception:  # a user callback must never kill the event thread
+            self.logger.exception("exception in callback %r", getattr(fn, "__name__", fn))
+
+    # -- metadata ----------------------------------------------------------------
+    def metadata(self, topic: str | None = None, timeout: float = 10.0) -> list[TopicMetadata]:
+        """Topic metadata: one topic (without auto-creating it) or all topics."""
+        self._ensure_open()
+        mdp = ffi.new("const struct rd_kafka_metadata **")
+        rkt = self.topic(topic) if topic is not None else ffi.NULL
+        err = lib.rd_kafka_metadata(self.rk, 0 if topic else 1, rkt, mdp, int(timeout * 1000))
+        check(err, f"metadata for {topic!r}" if topic else "metadata")
+        md = mdp[0]
+        try:
+            result = []
+            for i in range(md.topic_cnt):
+                t = md.topics[i]
+                parts = []
+                for j in range(t.partition_cnt):
+                    p = t.partitions[j]
+                    parts.append(PartitionMetadata(
+                        int(p.id), int(p.leader),
+                        [int(p.replicas[k]) for k in range(p.replica_cnt)],
+                        [int(p.isrs[k]) for k in range(p.isr_cnt)],
+                        KafkaError(p.err) if p.err else None,
+                    ))
+                parts.sort(key=lambda p: p.id)
+                result.append(TopicMetadata(ffi.string(t.topic).decode(), parts,
+                                            KafkaError(t.err) if t.err else None))
+            return result
+        finally:
+            lib.rd_kafka_metadata_destroy(md)
+
+    def partition_count(self, topic: str, timeout: float = 10.0) -> int:
+        """Partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist."""
+        for t in self.metadata(topic, timeout):
+            if t.name == topic:
+                if t.error is not None:
+                    raise KafkaError(t.error.code, context=f"topic {topic!r}")
+                if not t.partitions:
+                    raise KafkaError(ERROR_CODES["UNKNOWN_TOPIC_OR_PART"], context=f"topic {topic!r}")
+                return len(t.partitions)
+        raise KafkaError(ERROR_CODES["UNKNOWN_TOPIC_OR_PART"], context=f"topic {topic!r}")
+
+    # -- lifetime ----------------------------------------------------------------
+    def stop_events(self, timeout: float = 5.0) -> None:
+        """Stop the event thread (it finishes the callback it is in)."""
+        self._stopping.set()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            lib.rd_kafka_queue_yield(self.main_queue)
+            t.join(timeout)
+
+    def close(self) -> None:
+        """Stop the event thread and free every C object. Idempotent."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        self.stop_events()
+        self._finalizer()

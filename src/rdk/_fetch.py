@@ -1,0 +1,92 @@
+"""Reading explicit partitions through the C batch helper (legacy consumer API).
+
+``Fetcher`` starts partitions at explicit offsets on one queue and fills an
+``rdk_batch`` (contiguous, Arrow-layout buffers) in one C call per batch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import _binding
+from ._binding import ERROR_CODES, ffi, lib
+from .errors import KafkaError
+
+PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
+
+
+class Fetcher:
+    """Fetch batches from partitions of one topic on a client's own queue."""
+
+    def __init__(self, client: _binding.Client, topic: str, max_messages: int = 10000) -> None:
+        self.client = client
+        self.topic = topic
+        self.rkt = client.topic(topic)
+        self.queue = client.new_queue()
+        self.batch = ffi.gc(lib.rdk_batch_new(max_messages), lib.rdk_batch_free)
+        if self.batch == ffi.NULL:
+            raise MemoryError("rdk_batch_new")
+        self.max_messages = max_messages
+        self.started: set[int] = set()
+
+    def start(self, partition: int, offset: int) -> None:
+        if lib.rd_kafka_consume_start_queue(self.rkt, partition, offset, self.queue) == -1:
+            raise _binding.last_error(f"start fetching {self.topic}[{partition}] at {offset}")
+        self.started.add(partition)
+
+    def stop(self, partition: int) -> None:
+        if partition in self.started:
+            self.started.discard(partition)
+            lib.rd_kafka_consume_stop(self.rkt, partition)
+
+    def stop_all(self) -> None:
+        for p in list(self.started):
+            self.stop(p)
+
+    def fetch(self, timeout_ms: int, max_messages: int | None = None) -> Any:
+        """One C call: up to max_messages into self.batch; returns the batch (b.n messages)."""
+        n = lib.rdk_consume_batch(self.queue, timeout_ms, max_messages or self.max_messages, self.batch)
+        if n < 0:
+            raise MemoryError("rdk_consume_batch: out of memory")
+        return self.batch
+
+    def close(self) -> None:
+        self.stop_all()
+        if self.queue is not None:
+            self.client.release_queue(self.queue)
+            self.queue = None
+        if self.batch is not None:
+            ffi.release(self.batch)
+            self.batch = None
+
+
+def error_text(b: Any, i: int) -> str:
+    start, end = b.value_offsets[i], b.value_offsets[i + 1]
+    return ffi.unpack(b.values + start, end - start).decode(errors="replace")
+
+
+def fetch_high_watermark(
+    client: _binding.Client, topic: str, partition: int, start: int, timeout: float
+) -> int:
+    """The Fetch response's high watermark for one partition, after a short fetch from ``start``.
+
+    ``client`` must be a consumer handle with enable.partition.eof=true.
+    """
+    fetcher = Fetcher(client, topic, max_messages=1000)
+    try:
+        fetcher.start(partition, start)
+        deadline = time.monotonic() + timeout
+        lo = ffi.new("int64_t *")
+        hi = ffi.new("int64_t *")
+        while time.monotonic() < deadline:
+            b = fetcher.fetch(100)
+            for i in range(b.n):
+                if b.err[i] == 0 or b.err[i] == PARTITION_EOF:
+                    _binding.check(lib.rd_kafka_get_watermark_offsets(
+                        client.rk, topic.encode(), partition, lo, hi), "cached watermarks")
+                    return int(hi[0])
+                raise KafkaError(b.err[i], error_text(b, i), context=f"fetch {topic}[{partition}]")
+        raise KafkaError(ERROR_CODES["_TIMED_OUT"], context=f"fetch high watermark of {topic}[{partition}]")
+    finally:
+        fetcher.close()

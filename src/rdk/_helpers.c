@@ -1,0 +1,522 @@
+/* rdk's C helpers: batch produce, folded delivery reports, batch consume into
+ * contiguous Arrow-layout buffers. Declarations: include/rdk_helpers.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#define RDK_BALANCE_LIBRDKAFKA 0
+#define RDK_BALANCE_ROUND_ROBIN 1
+#define RDK_BALANCE_LEAST_BYTES 2
+
+/* ---- balancers ---------------------------------------------------------- */
+typedef struct rdk_balancer {
+    int kind;
+    pthread_mutex_t lock;
+    uint64_t next;      /* round robin */
+    int64_t *bytes;     /* least bytes: bytes sent per partition */
+    int bytes_cap;
+} rdk_balancer;
+
+static rdk_balancer *rdk_balancer_new(int kind) {
+    rdk_balancer *b = calloc(1, sizeof(*b));
+    if (!b) return NULL;
+    b->kind = kind;
+    pthread_mutex_init(&b->lock, NULL);
+    return b;
+}
+
+static void rdk_balancer_free(rdk_balancer *b) {
+    if (!b) return;
+    pthread_mutex_destroy(&b->lock);
+    free(b->bytes);
+    free(b);
+}
+
+/* Caller holds b->lock. */
+static int32_t rdk_balancer_pick(rdk_balancer *b, int32_t partition_cnt, size_t size) {
+    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
+    if (b->kind == RDK_BALANCE_ROUND_ROBIN)
+        return (int32_t)(b->next++ % (uint64_t)partition_cnt);
+    if (b->bytes_cap < partition_cnt) {
+        int64_t *grown = realloc(b->bytes, sizeof(int64_t) * partition_cnt);
+        if (!grown) return (int32_t)(b->next++ % (uint64_t)partition_cnt);
+        memset(grown + b->bytes_cap, 0, sizeof(int64_t) * (partition_cnt - b->bytes_cap));
+        b->bytes = grown;
+        b->bytes_cap = partition_cnt;
+    }
+    int32_t best = 0;
+    for (int32_t p = 1; p < partition_cnt; p++)
+        if (b->bytes[p] < b->bytes[best]) best = p;
+    b->bytes[best] += (int64_t)size;
+    return best;
+}
+
+/* ---- batch produce ------------------------------------------------------ */
+typedef struct rdk_produce_args {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    int32_t partition;
+    rdk_balancer *balancer;
+    int32_t partition_cnt;
+    int n;
+    const int32_t *indices;
+    const char *values;
+    const int64_t *value_offsets;
+    const unsigned char *value_null;
+    const char *keys;
+    const int64_t *key_offsets;
+    const unsigned char *key_null;
+    const int64_t *timestamps;
+    const int32_t *header_index;
+    const char *header_names;
+    const int64_t *header_name_offsets;
+    const char *header_values;
+    const int64_t *header_value_offsets;
+    const unsigned char *header_value_null;
+    uint64_t opaque_base;
+    int32_t *errs;
+} rdk_produce_args;
+
+static int rdk_produce_batch(const rdk_produce_args *a) {
+    int n = a->n, enqueued = 0;
+    if (n <= 0) return 0;
+    int use_balancer = a->balancer && a->partition == RD_KAFKA_PARTITION_UA &&
+                       a->balancer->kind != RDK_BALANCE_LIBRDKAFKA;
+    if (use_balancer) pthread_mutex_lock(&a->balancer->lock);
+
+    if (!a->timestamps && !a->header_index) {
+        /* The common case: librdkafka's own batch enqueue, one topic lock for all. */
+        rd_kafka_message_t *msgs = calloc((size_t)n, sizeof(*msgs));
+        if (!msgs) {
+            if (use_balancer) pthread_mutex_unlock(&a->balancer->lock);
+            for (int i = 0; i < n; i++) a->errs[i] = RD_KAFKA_RESP_ERR__FAIL;
+            return 0;
+        }
+        for (int i = 0; i < n; i++) {
+            int j = a->indices ? a->indices[i] : i;
+            rd_kafka_message_t *m = &msgs[i];
+            if (!(a->value_null && a->value_null[j])) {
+                m->payload = (void *)(a->values + a->value_offsets[j]);
+                m->len = (size_t)(a->value_offsets[j + 1] - a->value_offsets[j]);
+            }
+            if (a->keys && !(a->key_null && a->key_null[j])) {
+                m->key = (void *)(a->keys + a->key_offsets[j]);
+                m->key_len = (size_t)(a->key_offsets[j + 1] - a->key_offsets[j]);
+            }
+            m->partition = use_balancer
+                ? rdk_balancer_pick(a->balancer, a->partition_cnt, m->len + m->key_len)
+                : a->partition;
+            m->_private = (void *)(uintptr_t)(a->opaque_base | (uint64_t)(uint32_t)j);
+        }
+        if (use_balancer) pthread_mutex_unlock(&a->balancer->lock);
+        int flags = RD_KAFKA_MSG_F_COPY | (use_balancer ? RD_KAFKA_MSG_F_PARTITION : 0);
+        enqueued = rd_kafka_produce_batch(a->rkt, a->partition, flags, msgs, n);
+        for (int i = 0; i < n; i++) a->errs[i] = msgs[i].err;
+        free(msgs);
+        return enqueued;
+    }
+
+    /* Timestamps or headers: librdkafka's batch call carries neither, so loop here. */
+    for (int i = 0; i < n; i++) {
+        int j = a->indices ? a->indices[i] : i;
+        const char *value = NULL, *key = NULL;
+        size_t value_len = 0, key_len = 0;
+        if (!(a->value_null && a->value_null[j])) {
+            value = a->values + a->value_offsets[j];
+            value_len = (size_t)(a->value_offsets[j + 1] - a->value_offsets[j]);
+        }
+        if (a->keys && !(a->key_null && a->key_null[j])) {
+            key = a->keys + a->key_offsets[j];
+            key_len = (size_t)(a->key_offsets[j + 1] - a->key_offsets[j]);
+        }
+        int32_t partition = use_balancer
+            ? rdk_balancer_pick(a->balancer, a->partition_cnt, value_len + key_len)
+            : a->partition;
+        rd_kafka_headers_t *hdrs = NULL;
+        if (a->header_index && a->header_index[j + 1] > a->header_index[j]) {
+            int h0 = a->header_index[j], h1 = a->header_index[j + 1];
+            hdrs = rd_kafka_headers_new((size_t)(h1 - h0));
+            for (int h = h0; h < h1; h++) {
+                const char *hv = NULL;
+                ssize_t hv_len = 0;
+                if (!(a->header_value_null && a->header_value_null[h])) {
+                    hv = a->header_values + a->header_value_offsets[h];
+                    hv_len = (ssize_t)(a->header_value_offsets[h + 1] - a->header_value_offsets[h]);
+                }
+                rd_kafka_header_add(hdrs, a->header_names + a->header_name_offsets[h],
+                                    (ssize_t)(a->header_name_offsets[h + 1] - a->header_name_offsets[h]),
+                                    hv, hv_len);
+            }
+        }
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            a->rk, RD_KAFKA_V_RKT(a->rkt), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)value, value_len),
+            RD_KAFKA_V_KEY((const void *)key, key_len),
+            RD_KAFKA_V_TIMESTAMP(a->timestamps ? a->timestamps[j] : 0),
+            RD_KAFKA_V_HEADERS(hdrs),
+            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)(a->opaque_base | (uint64_t)(uint32_t)j)),
+            RD_KAFKA_V_END);
+        if (err && hdrs) rd_kafka_headers_destroy(hdrs);
+        a->errs[i] = err;
+        if (!err) enqueued++;
+    }
+    if (use_balancer) pthread_mutex_unlock(&a->balancer->lock);
+    return enqueued;
+}
+
+/* ---- delivery reports --------------------------------------------------- */
+typedef struct rdk_deliveries {
+    int cap;
+    int n_runs;
+    uint64_t *run_send;
+    int32_t *run_count;
+    int n_failed;
+    uint64_t *failed_send;
+    int32_t *failed_index;
+    int32_t *failed_err;
+    rd_kafka_event_t *pending;
+} rdk_deliveries;
+
+static rdk_deliveries *rdk_deliveries_new(int cap) {
+    rdk_deliveries *d = calloc(1, sizeof(*d));
+    if (!d) return NULL;
+    d->cap = cap;
+    d->run_send = calloc((size_t)cap, sizeof(uint64_t));
+    d->run_count = calloc((size_t)cap, sizeof(int32_t));
+    d->failed_send = calloc((size_t)cap, sizeof(uint64_t));
+    d->failed_index = calloc((size_t)cap, sizeof(int32_t));
+    d->failed_err = calloc((size_t)cap, sizeof(int32_t));
+    if (!d->run_send || !d->run_count || !d->failed_send || !d->failed_index || !d->failed_err) {
+        free(d->run_send); free(d->run_count); free(d->failed_send);
+        free(d->failed_index); free(d->failed_err); free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void rdk_deliveries_free(rdk_deliveries *d) {
+    if (!d) return;
+    if (d->pending) rd_kafka_event_destroy(d->pending);
+    free(d->run_send); free(d->run_count); free(d->failed_send);
+    free(d->failed_index); free(d->failed_err); free(d);
+}
+
+/* Fold the rest of a DR event into d. Returns 1 when the event is used up. */
+static int rdk_fold_dr(rd_kafka_event_t *ev, rdk_deliveries *d) {
+    const rd_kafka_message_t *m;
+    while (d->n_runs < d->cap && d->n_failed < d->cap) {
+        if (!(m = rd_kafka_event_message_next(ev))) return 1;
+        uint64_t op = (uint64_t)(uintptr_t)m->_private;
+        uint64_t send = op >> 32;
+        if (m->err) {
+            d->failed_send[d->n_failed] = send;
+            d->failed_index[d->n_failed] = (int32_t)(op & 0xffffffffu);
+            d->failed_err[d->n_failed] = m->err;
+            d->n_failed++;
+        } else if (d->n_runs > 0 && d->run_send[d->n_runs - 1] == send) {
+            d->run_count[d->n_runs - 1]++;
+        } else {
+            d->run_send[d->n_runs] = send;
+            d->run_count[d->n_runs] = 1;
+            d->n_runs++;
+        }
+    }
+    return 0;
+}
+
+static rd_kafka_event_t *rdk_poll_events(rd_kafka_queue_t *rkqu, int timeout_ms, rdk_deliveries *d) {
+    d->n_runs = 0;
+    d->n_failed = 0;
+    if (d->pending) {
+        if (!rdk_fold_dr(d->pending, d)) return NULL;
+        rd_kafka_event_destroy(d->pending);
+        d->pending = NULL;
+        timeout_ms = 0;
+    }
+    for (;;) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(rkqu, timeout_ms);
+        if (!ev) return NULL;
+        timeout_ms = 0;
+        if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DR) return ev;
+        if (!rdk_fold_dr(ev, d)) {
+            d->pending = ev;
+            return NULL;
+        }
+        rd_kafka_event_destroy(ev);
+    }
+}
+
+/* ---- batch consume ------------------------------------------------------ */
+typedef struct rdk_batch {
+    int n;
+    int n_errors;
+    int32_t *err;
+    int32_t *partition;
+    int64_t *offset;
+    int64_t *timestamp;
+    int8_t *timestamp_type;
+    int32_t *value_offsets;
+    char *values;
+    uint8_t *value_valid;
+    int value_nulls;
+    int32_t *key_offsets;
+    char *keys;
+    uint8_t *key_valid;
+    int key_nulls;
+    int32_t *header_index;
+    int n_headers;
+    int32_t *header_name_offsets;
+    char *header_names;
+    int32_t *header_value_offsets;
+    char *header_values;
+    uint8_t *header_value_valid;
+    int n_parts;
+    int32_t *part_id;
+    int64_t *part_first;
+    int64_t *part_last;
+    int32_t *part_count;
+    int cap;
+    size_t values_cap, keys_cap, hname_cap, hvalue_cap;
+    int hcap;
+    rd_kafka_message_t **msgs;
+    int carry_start, carry_end;
+} rdk_batch;
+
+static void rdk_batch_free(rdk_batch *b) {
+    if (!b) return;
+    for (int i = b->carry_start; i < b->carry_end; i++) rd_kafka_message_destroy(b->msgs[i]);
+    free(b->err); free(b->partition); free(b->offset); free(b->timestamp);
+    free(b->timestamp_type); free(b->value_offsets); free(b->values); free(b->value_valid);
+    free(b->key_offsets); free(b->keys); free(b->key_valid); free(b->header_index);
+    free(b->header_name_offsets); free(b->header_names); free(b->header_value_offsets);
+    free(b->header_values); free(b->header_value_valid); free(b->part_id); free(b->part_first);
+    free(b->part_last); free(b->part_count); free(b->msgs);
+    free(b);
+}
+
+static rdk_batch *rdk_batch_new(int max_messages) {
+    if (max_messages < 1) return NULL;
+    rdk_batch *b = calloc(1, sizeof(*b));
+    if (!b) return NULL;
+    size_t n = (size_t)max_messages, bitmap = (n + 8) / 8;
+    b->cap = max_messages;
+    b->err = calloc(n, sizeof(int32_t));
+    b->partition = calloc(n, sizeof(int32_t));
+    b->offset = calloc(n, sizeof(int64_t));
+    b->timestamp = calloc(n, sizeof(int64_t));
+    b->timestamp_type = calloc(n, 1);
+    b->value_offsets = calloc(n + 1, sizeof(int32_t));
+    b->value_valid = calloc(bitmap, 1);
+    b->key_offsets = calloc(n + 1, sizeof(int32_t));
+    b->key_valid = calloc(bitmap, 1);
+    b->header_index = calloc(n + 1, sizeof(int32_t));
+    b->part_id = calloc(n, sizeof(int32_t));
+    b->part_first = calloc(n, sizeof(int64_t));
+    b->part_last = calloc(n, sizeof(int64_t));
+    b->part_count = calloc(n, sizeof(int32_t));
+    b->msgs = calloc(n, sizeof(rd_kafka_message_t *));
+    b->header_name_offsets = calloc(1, sizeof(int32_t));
+    b->header_value_offsets = calloc(1, sizeof(int32_t));
+    b->header_value_valid = calloc(1, 1);
+    if (!b->err || !b->partition || !b->offset || !b->timestamp || !b->timestamp_type ||
+        !b->value_offsets || !b->value_valid || !b->key_offsets || !b->key_valid ||
+        !b->header_index || !b->part_id || !b->part_first || !b->part_last || !b->part_count ||
+        !b->msgs || !b->header_name_offsets || !b->header_value_offsets || !b->header_value_valid) {
+        rdk_batch_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int rdk_grow(void **buf, size_t *cap, size_t need) {
+    if (need <= *cap && *buf) return 0;
+    size_t c = *cap ? *cap : 65536;
+    while (c < need) c *= 2;
+    void *p = realloc(*buf, c);
+    if (!p) return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+static int rdk_grow_headers(rdk_batch *b, int need) {
+    if (need <= b->hcap) return 0;
+    int c = b->hcap ? b->hcap : 256;
+    while (c < need) c *= 2;
+    int32_t *no = realloc(b->header_name_offsets, sizeof(int32_t) * (size_t)(c + 1));
+    if (!no) return -1;
+    b->header_name_offsets = no;
+    int32_t *vo = realloc(b->header_value_offsets, sizeof(int32_t) * (size_t)(c + 1));
+    if (!vo) return -1;
+    b->header_value_offsets = vo;
+    uint8_t *vv = realloc(b->header_value_valid, (size_t)(c + 8) / 8);
+    if (!vv) return -1;
+    b->header_value_valid = vv;
+    b->hcap = c;
+    return 0;
+}
+
+#define RDK_SET_BIT(bm, i) ((bm)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
+#define RDK_ARROW_MAX 0x7fffffff
+
+static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_messages, rdk_batch *b) {
+    if (max_messages > b->cap) max_messages = b->cap;
+    if (max_messages < 1) max_messages = 1;
+    b->n = b->n_errors = b->n_headers = b->n_parts = 0;
+    b->value_nulls = b->key_nulls = 0;
+
+    /* messages carried over from the previous call come first */
+    int have = b->carry_end - b->carry_start;
+    if (have > 0 && b->carry_start > 0)
+        memmove(b->msgs, b->msgs + b->carry_start, sizeof(*b->msgs) * (size_t)have);
+    b->carry_start = 0;
+    b->carry_end = have;
+    if (have < max_messages) {
+        ssize_t got = rd_kafka_consume_batch_queue(rkqu, have ? 0 : timeout_ms,
+                                                   b->msgs + have, (size_t)(max_messages - have));
+        if (got > 0) have += (int)got;
+    }
+    b->carry_end = have;
+    if (have == 0) return 0;
+
+    /* sizes first, so each buffer grows once; stop before the Arrow 2 GiB offset limit */
+    size_t vsize = 0, ksize = 0, hn = 0, hv = 0;
+    int take = 0, nh = 0;
+    for (; take < have; take++) {
+        rd_kafka_message_t *m = b->msgs[take];
+        size_t mh = 0, mhn = 0, mhv = 0;
+        rd_kafka_headers_t *hdrs = NULL;
+        if (!m->err && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            const char *name;
+            const void *val;
+            size_t size;
+            for (size_t h = 0; rd_kafka_header_get_all(hdrs, h, &name, &val, &size) == 0; h++) {
+                mh++;
+                mhn += strlen(name);
+                mhv += val ? size : 0;
+            }
+        }
+        if (take > 0 && (vsize + m->len > RDK_ARROW_MAX || ksize + m->key_len > RDK_ARROW_MAX ||
+                         hn + mhn > RDK_ARROW_MAX || hv + mhv > RDK_ARROW_MAX))
+            break;
+        vsize += m->len;
+        ksize += m->key_len;
+        hn += mhn;
+        hv += mhv;
+        nh += (int)mh;
+    }
+    if (rdk_grow((void **)&b->values, &b->values_cap, vsize + 1) ||
+        rdk_grow((void **)&b->keys, &b->keys_cap, ksize + 1) ||
+        rdk_grow((void **)&b->header_names, &b->hname_cap, hn + 1) ||
+        rdk_grow((void **)&b->header_values, &b->hvalue_cap, hv + 1) ||
+        rdk_grow_headers(b, nh + 1))
+        return -1;
+
+    size_t bitmap = (size_t)(take + 8) / 8;
+    memset(b->value_valid, 0, bitmap);
+    memset(b->key_valid, 0, bitmap);
+    memset(b->header_value_valid, 0, (size_t)(nh + 8) / 8);
+    int32_t vo = 0, ko = 0, hno = 0, hvo = 0, h_i = 0;
+    b->value_offsets[0] = b->key_offsets[0] = b->header_index[0] = 0;
+    b->header_name_offsets[0] = b->header_value_offsets[0] = 0;
+    int last_part_slot = -1;
+    for (int i = 0; i < take; i++) {
+        rd_kafka_message_t *m = b->msgs[i];
+        rd_kafka_timestamp_type_t tstype;
+        b->err[i] = m->err;
+        b->partition[i] = m->partition;
+        b->offset[i] = m->offset;
+        b->timestamp[i] = rd_kafka_message_timestamp(m, &tstype);
+        b->timestamp_type[i] = (int8_t)tstype;
+        if (m->err) b->n_errors++;
+        if (m->payload) {
+            memcpy(b->values + vo, m->payload, m->len);
+            vo += (int32_t)m->len;
+            RDK_SET_BIT(b->value_valid, i);
+        } else {
+            b->value_nulls++;
+        }
+        b->value_offsets[i + 1] = vo;
+        if (m->key && !m->err) {
+            memcpy(b->keys + ko, m->key, m->key_len);
+            ko += (int32_t)m->key_len;
+            RDK_SET_BIT(b->key_valid, i);
+        } else {
+            b->key_nulls++;
+        }
+        b->key_offsets[i + 1] = ko;
+        rd_kafka_headers_t *hdrs = NULL;
+        if (!m->err && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            const char *name;
+            const void *val;
+            size_t size;
+            for (size_t h = 0; rd_kafka_header_get_all(hdrs, h, &name, &val, &size) == 0; h++) {
+                size_t nl = strlen(name);
+                memcpy(b->header_names + hno, name, nl);
+                hno += (int32_t)nl;
+                b->header_name_offsets[h_i + 1] = hno;
+                if (val) {
+                    memcpy(b->header_values + hvo, val, size);
+                    hvo += (int32_t)size;
+                    RDK_SET_BIT(b->header_value_valid, h_i);
+                }
+                b->header_value_offsets[h_i + 1] = hvo;
+                h_i++;
+            }
+        }
+        b->header_index[i + 1] = h_i;
+        /* per-partition summary of real messages */
+        if (!m->err) {
+            int slot = -1;
+            if (last_part_slot >= 0 && b->part_id[last_part_slot] == m->partition) {
+                slot = last_part_slot;
+            } else {
+                for (int s = 0; s < b->n_parts; s++)
+                    if (b->part_id[s] == m->partition) { slot = s; break; }
+            }
+            if (slot < 0) {
+                slot = b->n_parts++;
+                b->part_id[slot] = m->partition;
+                b->part_first[slot] = m->offset;
+                b->part_count[slot] = 0;
+            }
+            b->part_last[slot] = m->offset;
+            b->part_count[slot]++;
+            last_part_slot = slot;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    b->n = take;
+    b->n_headers = h_i;
+    b->carry_start = take;
+    return take;
+}
+
+static void rdk_batch_track(const rdk_batch *b, int64_t *expected, int n_expected,
+                            int64_t *repeats, int64_t *misses) {
+    int64_t r = 0, x = 0;
+    for (int i = 0; i < b->n; i++) {
+        int32_t p = b->partition[i];
+        if (b->err[i] || p < 0 || p >= n_expected) continue;
+        int64_t e = expected[p], o = b->offset[i];
+        if (e >= 0) {
+            if (o < e) r += 1;
+            else if (o > e) x += o - e;
+        }
+        expected[p] = o + 1;
+    }
+    *repeats = r;
+    *misses = x;
+}
+
+/* ---- misc --------------------------------------------------------------- */
+static uint32_t rdk_fnv1a32(const char *data, size_t len) {
+    uint32_t h = 0x811c9dc5u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (uint8_t)data[i];
+        h *= 0x01000193u;
+    }
+    return h;
+}

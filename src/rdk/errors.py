@@ -1,0 +1,85 @@
+"""rdk's exceptions: one KafkaError model, subclasses only where callers catch them apart."""
+
+from __future__ import annotations
+
+
+class RdkError(Exception):
+    """Base class of every exception rdk raises on its own account."""
+
+
+class KafkaError(RdkError):
+    """An error reported by librdkafka or a broker.
+
+    ``code`` is librdkafka's ``rd_kafka_resp_err_t`` value, ``name`` its name without the
+    ``RD_KAFKA_RESP_ERR_`` prefix (``UNKNOWN_TOPIC_OR_PART``, ``_MSG_TIMED_OUT``...),
+    ``description`` librdkafka's text (or a more specific one from the call that failed).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        description: str | None = None,
+        *,
+        fatal: bool = False,
+        retriable: bool | None = None,
+        context: str | None = None,
+    ) -> None:
+        from . import _binding
+
+        self.code = int(code)
+        self.name = _binding.err_name(self.code)
+        self.description = description or _binding.err_description(self.code)
+        self.fatal = bool(fatal)
+        self.retriable = _binding.is_retriable(self.code) if retriable is None else retriable
+        self.context = context
+        prefix = f"{context}: " if context else ""
+        super().__init__(f"{prefix}{self.name}: {self.description}")
+
+    def __reduce__(self):
+        return (
+            _rebuild_kafka_error,
+            (type(self), self.code, self.description, self.fatal, self.retriable, self.context),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, KafkaError)
+            and other.code == self.code
+            and other.description == self.description
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.code, self.description))
+
+
+def _rebuild_kafka_error(cls, code, description, fatal, retriable, context):
+    return cls(code, description, fatal=fatal, retriable=retriable, context=context)
+
+
+class ConfigError(RdkError, ValueError):
+    """A configuration value librdkafka (or rdk) refused; the message is librdkafka's text."""
+
+
+class QueueFullError(RdkError):
+    """send(..., on_queue_full="raise") could not enqueue everything.
+
+    ``enqueued`` says how many of the call's messages were enqueued (a prefix is not
+    guaranteed: librdkafka reports per message), ``failed_indices`` which were not.
+    """
+
+    def __init__(self, message: str, enqueued: int, failed_indices: list[int]) -> None:
+        super().__init__(message)
+        self.enqueued = enqueued
+        self.failed_indices = failed_indices
+
+
+class OffsetFileError(RdkError, ValueError):
+    """An offset file that is empty, corrupt or cannot be written; the message names the file."""
+
+
+class ClosedError(RdkError, RuntimeError):
+    """The client was stopped or closed; it cannot be used again."""
+
+
+class LockedError(RdkError):
+    """Another consumer holds the offset-directory lock for the same partitions."""

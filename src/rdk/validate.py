@@ -1,0 +1,77 @@
+"""Checks of user input at the public boundary; each message names the bad thing."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_HOSTPORT = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+def check_topic_name(topic: Any, what: str = "topic") -> str:
+    """Kafka's legal topic names: 1-249 of [A-Za-z0-9._-], and not '.' or '..'."""
+    if not isinstance(topic, str):
+        raise TypeError(f"{what} must be str, got {type(topic).__name__}")
+    if not _TOPIC.match(topic) or topic in (".", ".."):
+        raise ValueError(
+            f"{what} {topic!r} is not a legal Kafka topic name "
+            "(1-249 characters of A-Z a-z 0-9 . _ -, not '.' or '..')"
+        )
+    return topic
+
+
+def check_broker(broker: Any, what: str = "broker") -> str:
+    """A comma-separated list of host:port (an optional scheme:// prefix is allowed)."""
+    if not isinstance(broker, str):
+        raise TypeError(f"{what} must be a str like 'host:9092,host2:9092', got {type(broker).__name__}")
+    entries = [e.strip() for e in broker.split(",")]
+    if not broker.strip() or any(not e for e in entries):
+        raise ValueError(f"{what} {broker!r}: expected a comma-separated list of host:port")
+    for e in entries:
+        m = _HOSTPORT.match(e)
+        if not m or not 0 < int(m.group(2)) < 65536:
+            raise ValueError(f"{what} {broker!r}: {e!r} is not host:port with a port in 1-65535")
+    return broker
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be int, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def check_timeout(value: Any, name: str = "timeout") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if value != value or value < 0:
+        raise ValueError(f"{name} must be >= 0 seconds, got {value}")
+    return float(value)
+
+
+def check_callable(value: Any, name: str, *, required: bool = False) -> Any:
+    if value is None:
+        if required:
+            raise TypeError(f"{name} is required")
+        return None
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_options(value: Any, name: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict of librdkafka properties, got {type(value).__name__}")
+    return dict(value)
+
+
+def check_choice(value: Any, name: str, choices: tuple) -> Any:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value

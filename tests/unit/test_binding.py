@@ -1,0 +1,83 @@
+"""The compiled module loads, is the pinned librdkafka, and maps errors with librdkafka's text."""
+
+import pytest
+
+import rdk
+from rdk import _binding
+from rdk._binding import ffi, lib
+from rdk.errors import ConfigError, KafkaError
+
+
+def test_librdkafka_is_the_pinned_release():
+    assert rdk.librdkafka_version() == "2.12.0"
+    assert _binding.built_against() == 0x020C00FF
+
+
+def test_extension_is_api_mode_and_statically_linked():
+    # API mode: the module exposes compiled constants and our own helpers.
+    assert hasattr(lib, "rdk_consume_batch") and hasattr(lib, "rdk_produce_batch")
+    import rdk._rdkafka as ext
+
+    with open(ext.__file__, "rb") as f:
+        assert b"librdkafka.so" not in f.read()  # librdkafka linked in, not a runtime dependency
+
+
+def test_features_include_tls_scram_and_every_codec():
+    feats = rdk.features()
+    assert {"ssl", "sasl_scram", "sasl_plain", "gzip", "snappy", "lz4", "zstd"} <= feats
+
+
+@pytest.mark.parametrize(
+    "code,name",
+    [(3, "UNKNOWN_TOPIC_OR_PART"), (-184, "_QUEUE_FULL"), (-192, "_MSG_TIMED_OUT"), (10, "MSG_SIZE_TOO_LARGE")],
+)
+def test_error_codes_map_to_librdkafka_names_and_text(code, name):
+    err = KafkaError(code)
+    assert err.name == name
+    assert err.description == ffi.string(lib.rd_kafka_err2str(code)).decode()
+    assert name in str(err)
+
+
+def test_retriable_flag_follows_the_error_kind():
+    assert KafkaError(_binding.ERROR_CODES["REQUEST_TIMED_OUT"]).retriable
+    assert not KafkaError(_binding.ERROR_CODES["MSG_SIZE_TOO_LARGE"]).retriable
+
+
+def test_check_raises_for_nonzero_codes_only():
+    _binding.check(0)
+    with pytest.raises(KafkaError) as ei:
+        _binding.check(3, "metadata")
+    assert ei.value.name == "UNKNOWN_TOPIC_OR_PART" and "metadata" in str(ei.value)
+
+
+def test_kafka_error_pickles():
+    import pickle
+
+    err = KafkaError(3, "custom text", context="x")
+    again = pickle.loads(pickle.dumps(err))
+    assert again == err and again.name == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_unknown_property_carries_librdkafka_text():
+    with pytest.raises(ConfigError, match="No such configuration property"):
+        _binding.new_conf({"no.such.property": 1})
+
+
+def test_invalid_value_is_refused_with_librdkafka_text():
+    with pytest.raises(ConfigError, match="acks"):
+        _binding.new_topic_conf({"acks": "sometimes"})
+
+
+def test_secret_values_never_appear_in_config_errors():
+    with pytest.raises(ConfigError) as ei:
+        _binding.new_conf({"sasl.password": ["not", "a", "string"]})
+    assert "not" not in str(ei.value)
+    assert _binding.redact({"sasl.password": "hunter2", "acks": 1}) == {"sasl.password": "***", "acks": 1}
+
+
+def test_client_close_is_idempotent_and_frees_handles():
+    c = _binding.Client("producer", {"bootstrap.servers": "127.0.0.1:1"})
+    c.topic("a")
+    c.close()
+    c.close()
+    assert c.closed
