@@ -1,0 +1,62 @@
+"""rdk.Message: one Kafka message, produced or consumed.
+
+A tuple subclass, so a consumer can build thousands of them at C speed
+(``map(tuple.__new__, repeat(Message), zip(...))``) with no Python ``__init__`` per row.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any
+
+Headers = list[tuple[str, "bytes | None"]]
+
+
+class Message(tuple):
+    """``Message(value, key=None, headers=None, timestamp=None)``.
+
+    Fields: ``value`` (alias ``payload``: bytes, str after ``decode="utf-8"``, or None for a
+    tombstone), ``key``, ``headers`` (list of ``(name, value)``; None when absent),
+    ``timestamp`` (ms since the epoch), and, on consumed messages, ``topic``,
+    ``partition`` and ``offset`` (None on messages built for sending).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        value: Any,
+        key: Any = None,
+        headers: Any = None,
+        timestamp: int | None = None,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> Message:
+        return tuple.__new__(cls, (value, key, headers, timestamp, topic, partition, offset))
+
+    value = property(itemgetter(0), doc="The message value (kafka-native: payload).")
+    payload = property(itemgetter(0), doc="Same as value (kafka-native's name).")
+    key = property(itemgetter(1))
+    headers = property(itemgetter(2))
+    timestamp = property(itemgetter(3))
+    topic = property(itemgetter(4))
+    partition = property(itemgetter(5))
+    offset = property(itemgetter(6))
+
+    def __repr__(self) -> str:
+        v = self[0]
+        shown = v if v is None or len(v) <= 40 else v[:40] + (b"..." if isinstance(v, bytes) else "...")
+        where = f" {self[4]}[{self[5]}]@{self[6]}" if self[4] is not None else ""
+        return f"Message({shown!r}, key={self[1]!r}{where})"
+
+    def __getnewargs__(self):
+        return tuple(self[:4])
+
+    def __reduce__(self):
+        return (_rebuild, (tuple(self),))
+
+
+def _rebuild(fields: tuple) -> Message:
+    return tuple.__new__(Message, fields)
