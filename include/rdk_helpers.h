@@ -15,7 +15,8 @@ void rdk_balancer_free(rdk_balancer *b);
  * value_null && value_null[j]), likewise its key; timestamps (ms, 0 = now) and headers
  * are optional. Header h of message j is h in header_index[j]..header_index[j+1].
  * Each message's opaque is opaque_base | j. errs[i] receives 0 or the enqueue error.
- * Returns how many were enqueued. */
+ * After the first _QUEUE_FULL the rest are not tried (errs = _QUEUE_FULL), so what is
+ * enqueued is in order. Returns how many were enqueued. */
 typedef struct rdk_produce_args {
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
@@ -54,6 +55,7 @@ typedef struct rdk_deliveries {
     int32_t *failed_index;
     int32_t *failed_err;
     rd_kafka_event_t *pending; /* a DR event only partly folded */
+    int32_t *failed_partition; /* the partition librdkafka had assigned */
 } rdk_deliveries;
 rdk_deliveries *rdk_deliveries_new(int cap);
 void rdk_deliveries_free(rdk_deliveries *d);

@@ -118,9 +118,16 @@ static int rdk_produce_batch(const rdk_produce_args *a) {
         return enqueued;
     }
 
-    /* Timestamps or headers: librdkafka's batch call carries neither, so loop here. */
+    /* Timestamps or headers: librdkafka's batch call carries neither, so loop here.
+     * Like rd_kafka_produce_batch, stop trying after the first _QUEUE_FULL, so what is
+     * enqueued stays in order (a prefix, apart from messages refused for other reasons). */
+    int queue_full = 0;
     for (int i = 0; i < n; i++) {
         int j = a->indices ? a->indices[i] : i;
+        if (queue_full) {
+            a->errs[i] = RD_KAFKA_RESP_ERR__QUEUE_FULL;
+            continue;
+        }
         const char *value = NULL, *key = NULL;
         size_t value_len = 0, key_len = 0;
         if (!(a->value_null && a->value_null[j])) {
@@ -159,6 +166,7 @@ static int rdk_produce_batch(const rdk_produce_args *a) {
             RD_KAFKA_V_OPAQUE((void *)(uintptr_t)(a->opaque_base | (uint64_t)(uint32_t)j)),
             RD_KAFKA_V_END);
         if (err && hdrs) rd_kafka_headers_destroy(hdrs);
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) queue_full = 1;
         a->errs[i] = err;
         if (!err) enqueued++;
     }
@@ -177,6 +185,7 @@ typedef struct rdk_deliveries {
     int32_t *failed_index;
     int32_t *failed_err;
     rd_kafka_event_t *pending;
+    int32_t *failed_partition;
 } rdk_deliveries;
 
 static rdk_deliveries *rdk_deliveries_new(int cap) {
@@ -188,9 +197,11 @@ static rdk_deliveries *rdk_deliveries_new(int cap) {
     d->failed_send = calloc((size_t)cap, sizeof(uint64_t));
     d->failed_index = calloc((size_t)cap, sizeof(int32_t));
     d->failed_err = calloc((size_t)cap, sizeof(int32_t));
-    if (!d->run_send || !d->run_count || !d->failed_send || !d->failed_index || !d->failed_err) {
+    d->failed_partition = calloc((size_t)cap, sizeof(int32_t));
+    if (!d->run_send || !d->run_count || !d->failed_send || !d->failed_index || !d->failed_err ||
+        !d->failed_partition) {
         free(d->run_send); free(d->run_count); free(d->failed_send);
-        free(d->failed_index); free(d->failed_err); free(d);
+        free(d->failed_index); free(d->failed_err); free(d->failed_partition); free(d);
         return NULL;
     }
     return d;
@@ -200,7 +211,7 @@ static void rdk_deliveries_free(rdk_deliveries *d) {
     if (!d) return;
     if (d->pending) rd_kafka_event_destroy(d->pending);
     free(d->run_send); free(d->run_count); free(d->failed_send);
-    free(d->failed_index); free(d->failed_err); free(d);
+    free(d->failed_index); free(d->failed_err); free(d->failed_partition); free(d);
 }
 
 /* Fold the rest of a DR event into d. Returns 1 when the event is used up. */
@@ -214,6 +225,7 @@ static int rdk_fold_dr(rd_kafka_event_t *ev, rdk_deliveries *d) {
             d->failed_send[d->n_failed] = send;
             d->failed_index[d->n_failed] = (int32_t)(op & 0xffffffffu);
             d->failed_err[d->n_failed] = m->err;
+            d->failed_partition[d->n_failed] = m->partition;
             d->n_failed++;
         } else if (d->n_runs > 0 && d->run_send[d->n_runs - 1] == send) {
             d->run_count[d->n_runs - 1]++;
