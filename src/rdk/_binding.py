@@ -153,7 +153,7 @@ def _set_all(
         text = conf_value(name, value)
         res = setter(conf, name.encode(), text.encode(), errstr, 512)
         if res != lib.RD_KAFKA_CONF_OK:
-            message = ffi.string(errstr).decode(errors="replace")
+            message = ffi.string(errstr).decode(errors="replace").strip()
             if is_secret(name):
                 message = message.replace(text, "***")
             raise ConfigError(f"{what}: {message}")
@@ -183,6 +183,11 @@ def new_topic_conf(props: Mapping[str, Any], what: str = "topic_options") -> Any
 def validate_topic_options(props: Mapping[str, Any]) -> None:
     """Raise ConfigError now if librdkafka refuses any topic property."""
     lib.rd_kafka_topic_conf_destroy(new_topic_conf(props))
+
+
+def validate_options(props: Mapping[str, Any], what: str = "driver_options") -> None:
+    """Raise ConfigError now (prefixed with ``what``) if librdkafka refuses any global property."""
+    lib.rd_kafka_conf_destroy(new_conf(props, what))
 
 
 # ---- metadata structs ----------------------------------------------------------
@@ -237,6 +242,8 @@ class Client:
     ``handlers`` receive what arrives on the main queue, on the event thread:
     ``on_deliveries(deliveries)`` (an ``rdk_deliveries *`` already folded in C),
     ``on_stats(dict)``, ``on_error(KafkaError)``. Log lines go to ``logger``.
+    ``on_poll()`` runs on the event thread after every poll of the main queue
+    (``wake()`` makes the current or next poll return at once).
     Exceptions raised by handlers are logged and never stop the thread.
     """
 
@@ -250,6 +257,7 @@ class Client:
         on_deliveries: Callable[[Any], None] | None = None,
         on_stats: Callable[[dict], None] | None = None,
         on_error: Callable[[KafkaError], None] | None = None,
+        on_poll: Callable[[], None] | None = None,
         poll_interval_ms: int = 100,
         start_thread: bool = True,
     ) -> None:
@@ -257,6 +265,7 @@ class Client:
         self._on_deliveries = on_deliveries
         self._on_stats = on_stats
         self._on_error = on_error
+        self._on_poll = on_poll
         self._poll_interval_ms = poll_interval_ms
         self._topic_props = dict(topic_props or {})
         self._lock = threading.RLock()
@@ -332,8 +341,16 @@ class Client:
 
     # -- events ----------------------------------------------------------------
     def _event_loop(self) -> None:
+        on_poll = self._on_poll
         while not self._stopping.is_set():
             self.serve_events(self._poll_interval_ms)
+            if on_poll is not None:
+                self._call0(on_poll)
+
+    def wake(self) -> None:
+        """Make the event thread's current (or next) wait on the main queue return now."""
+        if not self.closed:
+            lib.rd_kafka_queue_yield(self.main_queue)
 
     def serve_events(self, timeout_ms: int) -> int:
         """Poll the main queue once (waiting up to timeout_ms); dispatch what arrived."""
@@ -382,6 +399,12 @@ class Client:
                     ffi.string(fac[0]).decode(errors="replace"),
                     ffi.string(text[0]).decode(errors="replace"),
                 )
+
+    def _call0(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception:  # a user callback must never kill the event thread
+            self.logger.exception("exception in callback %r", getattr(fn, "__name__", fn))
 
     def _call(self, fn: Callable | None, arg: Any) -> None:
         if fn is None:
