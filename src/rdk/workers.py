@@ -1,0 +1,629 @@
+"""rdk.workers: one consumer per OS process, one worker slot each.
+
+kafka-native's node-cluster pattern, with supervision: ``run(N, consumer_factory)`` starts N
+processes (multiprocessing's ``spawn`` method); process ``i`` calls
+``consumer_factory(worker_slot=i, num_workers=N)`` and starts what it returns (an
+``rdk.Consumer``, or any object with ``start()`` and ``stop(timeout)``).
+
+- A worker that dies (exception, SIGKILL, OOM) is restarted in the same slot after a backoff
+  (``restart_backoff * 2**(k-1)`` seconds for its k-th consecutive death, at most 60 s). A slot
+  that dies more than ``max_restarts`` times in a row stops the pool and ``run()`` raises
+  :class:`WorkerError`. A worker that stayed up for ``healthy_after`` seconds resets its
+  slot's count. Every restart and the limit are logged on the ``rdk.workers`` logger.
+- SIGTERM or SIGINT to the parent (or ``WorkerPool.stop()``) stops every worker gracefully:
+  each one's consumer finishes its in-flight batch and writes its offsets
+  (``Consumer.stop()``); ``run()`` then returns normally, so the parent exits 0.
+- With ``stats_callback``, each worker's consumer gets a ``stats_callback`` that forwards
+  its figures to the parent, where ``stats_callback(PoolStats)`` receives the per-slot
+  figures and their sums (``waiting_kafka``, ``waiting_local``, ``kafka_log_size``).
+
+The factory runs in the child process, so it must be picklable: a module-level function,
+a class, or a ``functools.partial`` of one (e.g. ``partial(rdk.Consumer, broker=...,
+topic=..., offset_directory=..., receive_callback=handle)``). As always with ``spawn``, the
+script that starts the pool must guard its entry point with ``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import multiprocessing
+import multiprocessing.connection as mpc
+import os
+import pickle
+import signal
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import RdkError
+from .validate import check_callable, check_int, check_timeout
+
+__all__ = [
+    "DEFAULT_MAX_RESTARTS",
+    "DEFAULT_RESTART_BACKOFF",
+    "PoolStats",
+    "WorkerError",
+    "WorkerPool",
+    "WorkerStats",
+    "current_slot",
+    "request_stop",
+    "run",
+]
+
+log = logging.getLogger("rdk.workers")
+
+DEFAULT_MAX_RESTARTS = 5
+DEFAULT_RESTART_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+_KILL_GRACE = 5.0  # seconds past stop_timeout before a worker that will not stop is killed
+FIGURES = ("waiting_kafka", "waiting_local", "kafka_log_size")
+
+
+class WorkerError(RdkError):
+    """A worker slot died more often in a row than ``max_restarts`` allows."""
+
+    def __init__(self, message: str, slot: int, exitcode: int | None) -> None:
+        super().__init__(message)
+        self.slot = slot
+        self.exitcode = exitcode
+
+
+@dataclass(frozen=True)
+class WorkerStats:
+    """The latest stats one worker slot reported."""
+
+    slot: int
+    pid: int
+    waiting_kafka: int
+    waiting_local: int
+    kafka_log_size: int
+    partitions: dict[int, dict[str, int]] = field(default_factory=dict)
+    received: float = 0.0  # time.monotonic() in the parent when it arrived
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """What the parent's ``stats_callback`` receives: per-slot figures and their sums.
+
+    ``slots`` holds the latest report of every live slot that has reported; ``slot`` is the
+    slot whose report triggered this call. The sums cover ``slots``.
+    """
+
+    slot: int
+    slots: dict[int, WorkerStats]
+    waiting_kafka: int
+    waiting_local: int
+    kafka_log_size: int
+
+    @property
+    def partitions(self) -> dict[int, dict[str, int]]:
+        """Per-partition figures of every slot, merged (slots own disjoint partitions)."""
+        merged: dict[int, dict[str, int]] = {}
+        for s in self.slots.values():
+            merged.update(s.partitions)
+        return dict(sorted(merged.items()))
+
+
+# ---------------------------------------------------------------------------------------
+# worker side (runs in the spawned child)
+
+_child: dict[str, Any] = {}  # conn, lock, slot, num_workers, stop: set in a worker process
+
+
+def current_slot() -> tuple[int, int] | None:
+    """``(worker_slot, num_workers)`` inside a worker process started by rdk.workers, else None."""
+    if "slot" not in _child:
+        return None
+    return _child["slot"], _child["num_workers"]
+
+
+def request_stop() -> None:
+    """Inside a worker: ask the parent to stop the whole pool gracefully (e.g. work is done)."""
+    if "conn" not in _child:
+        raise RuntimeError("request_stop() works only inside a worker process started by rdk.workers")
+    _send(("stop",))
+
+
+def _send(msg: tuple) -> None:
+    conn = _child.get("conn")
+    if conn is None:
+        return
+    with _child["lock"]:
+        try:
+            conn.send(msg)
+        except (OSError, ValueError):  # the parent is gone; the death signal will stop us
+            pass
+
+
+def _figure(obj: Any, name: str) -> int:
+    value = obj.get(name, 0) if isinstance(obj, Mapping) else getattr(obj, name, 0)
+    return int(value or 0)
+
+
+def _stats_payload(info: Any) -> dict:
+    """The parts of a consumer stats info worth shipping to the parent (no rdkafka_stats)."""
+    parts = info.get("partitions") if isinstance(info, Mapping) else getattr(info, "partitions", None)
+    per: dict[int, dict[str, int]] = {}
+    if isinstance(parts, Mapping):
+        items = parts.items()
+    else:  # a list of per-partition objects carrying .partition
+        items = ((_figure(p, "partition"), p) for p in (parts or ()))
+    for p, figs in items:
+        per[int(p)] = {name: _figure(figs, name) for name in FIGURES}
+    payload = {name: _figure(info, name) for name in FIGURES}
+    payload["partitions"] = per
+    return payload
+
+
+def _forward_stats(info: Any) -> None:
+    """The stats_callback a worker's consumer gets: ship the figures to the parent."""
+    _send(("stats", _stats_payload(info)))
+
+
+def _set_parent_death_signal() -> None:
+    """Linux: SIGTERM this worker if the parent dies without stopping it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        pass
+
+
+def _worker_main(slot: int, num_workers: int, factory: Callable, conn: Any,
+                 forward_stats: bool, stop_timeout: float, parent_pid: int) -> None:
+    """Body of worker process ``slot``: build, start, wait for the stop signal, stop."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    _set_parent_death_signal()
+    if os.getppid() != parent_pid:  # the parent died before we could ask to follow it
+        raise SystemExit(1)
+    _child.update(conn=conn, lock=threading.Lock(), slot=slot, num_workers=num_workers, stop=stop)
+    kwargs: dict[str, Any] = {"worker_slot": slot, "num_workers": num_workers}
+    if forward_stats:
+        kwargs["stats_callback"] = _forward_stats
+    try:
+        consumer = factory(**kwargs)
+        partitions = consumer.start()
+    except BaseException:
+        log.exception("worker slot %d (pid %d): the consumer failed to start", slot, os.getpid())
+        raise SystemExit(1) from None
+    _send(("started", os.getpid(), sorted(int(p) for p in (partitions or ()))))
+    while not stop.wait(1.0):
+        err = _consumer_failure(consumer)
+        if err is not None:
+            log.error("worker slot %d (pid %d): consumer failed: %s", slot, os.getpid(), err)
+            with contextlib.suppress(BaseException):
+                consumer.stop(min(stop_timeout, 5.0))
+            raise SystemExit(1)
+    try:
+        consumer.stop(stop_timeout)
+    except BaseException:
+        log.exception("worker slot %d (pid %d): stopping the consumer failed", slot, os.getpid())
+        raise SystemExit(1) from None
+    _send(("stopped",))
+    raise SystemExit(0)
+
+
+def _consumer_failure(consumer: Any) -> Any:
+    """A fatal error the consumer reports about itself (``.error``/``.failed``), if any."""
+    for name in ("fatal_error", "error"):
+        err = getattr(consumer, name, None)
+        if isinstance(err, BaseException):
+            return err
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# parent side
+
+
+class _Slot:
+    __slots__ = (
+        "conn",
+        "failures",
+        "index",
+        "next_start",
+        "partitions",
+        "pid",
+        "process",
+        "restarts",
+        "started_at",
+        "stats",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.process: Any = None
+        self.conn: Any = None
+        self.pid: int | None = None
+        self.started_at = 0.0
+        self.failures = 0  # consecutive deaths
+        self.restarts = 0  # total restarts
+        self.next_start: float | None = None
+        self.partitions: list[int] | None = None
+        self.stats: WorkerStats | None = None
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _accepts_keyword(fn: Callable, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True  # cannot tell; let the call decide
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+class WorkerPool:
+    """N worker processes, one consumer each, supervised by a thread in this process.
+
+    ``start()`` launches the workers and returns at once; ``stop(timeout)`` stops them
+    gracefully; ``run()`` does both around SIGTERM/SIGINT. Attributes for observers:
+    ``pids`` (slot -> pid of the live worker), ``restarts`` (slot -> total restarts),
+    ``partitions`` (slot -> partitions the live worker reported owning), ``error``.
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        consumer_factory: Callable[..., Any],
+        *,
+        stats_callback: Callable[[PoolStats], None] | None = None,
+        max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+        restart_backoff: float = DEFAULT_RESTART_BACKOFF,
+        stop_timeout: float = 30.0,
+        healthy_after: float = 60.0,
+    ) -> None:
+        check_int(num_workers, "num_workers", minimum=1)
+        check_callable(consumer_factory, "consumer_factory", required=True)
+        check_callable(stats_callback, "stats_callback")
+        if max_restarts is not None:
+            check_int(max_restarts, "max_restarts", minimum=0)
+        check_timeout(restart_backoff, "restart_backoff")
+        check_timeout(stop_timeout, "stop_timeout")
+        check_timeout(healthy_after, "healthy_after")
+        try:
+            pickle.dumps(consumer_factory)
+        except Exception as e:
+            raise TypeError(
+                "consumer_factory must be picklable to reach the worker processes (a module-level "
+                f"function, a class or a functools.partial of one), got {consumer_factory!r}: {e}"
+            ) from None
+        if stats_callback is not None and not _accepts_keyword(consumer_factory, "stats_callback"):
+            raise TypeError(
+                "with stats_callback, consumer_factory must accept a stats_callback keyword "
+                "(pass it on to rdk.Consumer)"
+            )
+        self.num_workers = num_workers
+        self.consumer_factory = consumer_factory
+        self.stats_callback = stats_callback
+        self.max_restarts = max_restarts
+        self.restart_backoff = float(restart_backoff)
+        self.stop_timeout = float(stop_timeout)
+        self.healthy_after = float(healthy_after)
+        self.error: WorkerError | None = None
+        self._ctx = multiprocessing.get_context("spawn")
+        self._slots = [_Slot(i) for i in range(num_workers)]
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._stop_requested = False
+        self._kill_requested = False
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        os.set_blocking(self._wake_r, False)
+        # Closed only when the pool is collected, so a late request_stop() never writes to
+        # a file descriptor number that something else has reused.
+        weakref.finalize(self, _close_fds, self._wake_r, self._wake_w)
+
+    # -- public --------------------------------------------------------------------------
+    @property
+    def pids(self) -> dict[int, int]:
+        with self._lock:
+            return {s.index: s.pid for s in self._slots if s.pid is not None}
+
+    @property
+    def restarts(self) -> dict[int, int]:
+        with self._lock:
+            return {s.index: s.restarts for s in self._slots}
+
+    @property
+    def partitions(self) -> dict[int, list[int]]:
+        with self._lock:
+            return {s.index: list(s.partitions) for s in self._slots if s.partitions is not None}
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and not self._done.is_set()
+
+    def start(self) -> WorkerPool:
+        """Launch every worker and the supervising thread; returns at once."""
+        if self._thread is not None:
+            raise RuntimeError("this WorkerPool was already started")
+        self._thread = threading.Thread(target=self._supervise, name="rdk-workers", daemon=True)
+        self._thread.start()
+        return self
+
+    def request_stop(self, *, kill: bool = False) -> None:
+        """Ask for a graceful stop (``kill=True``: SIGKILL the workers now). Never blocks."""
+        self._stop_requested = True
+        if kill:
+            self._kill_requested = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop every worker gracefully and wait (at most ``timeout`` s) for the pool to end."""
+        self.request_stop()
+        self.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the pool has ended; True if it has."""
+        if self._thread is None:
+            return True
+        return self._done.wait(timeout)
+
+    def wait_started(self, timeout: float | None = None) -> bool:
+        """Wait until every slot has a live worker that reported its partitions."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while not all(s.partitions is not None for s in self._slots):
+                if self._done.is_set():
+                    return False
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+        return True
+
+    def run(self) -> None:
+        """Start, stop gracefully on SIGTERM/SIGINT (a second signal kills), wait.
+
+        Returns normally after a graceful stop; raises :class:`WorkerError` if a slot
+        exhausted its restarts. Signal handlers are installed only on the main thread.
+        """
+        installed: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            def on_signal(signum: int, frame: Any) -> None:
+                if self._stop_requested:
+                    log.warning("second %s: killing the workers", signal.Signals(signum).name)
+                    self.request_stop(kill=True)
+                else:
+                    log.info("%s: stopping the workers gracefully", signal.Signals(signum).name)
+                    self.request_stop()
+
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                installed[sig] = signal.signal(sig, on_signal)
+        try:
+            self.start()
+            while not self._done.wait(1.0):
+                pass
+        finally:
+            for sig, previous in installed.items():
+                signal.signal(sig, previous)
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> WorkerPool:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- supervision -----------------------------------------------------------------------
+    def _spawn(self, slot: _Slot) -> None:
+        reader, writer = self._ctx.Pipe(duplex=False)
+        proc = self._ctx.Process(
+            target=_worker_main,
+            name=f"rdk-worker-{slot.index}",
+            args=(slot.index, self.num_workers, self.consumer_factory, writer,
+                  self.stats_callback is not None, self.stop_timeout, os.getpid()),
+        )
+        proc.start()
+        writer.close()
+        with self._lock:
+            slot.process, slot.conn, slot.pid = proc, reader, proc.pid
+            slot.started_at = time.monotonic()
+            slot.next_start = None
+            slot.partitions = None
+            slot.stats = None
+        log.info("worker slot %d started (pid %d)", slot.index, proc.pid)
+
+    def _supervise(self) -> None:
+        stopping_since: float | None = None
+        try:
+            for slot in self._slots:
+                if self._stop_requested:
+                    break
+                self._spawn(slot)
+            while True:
+                now = time.monotonic()
+                live = [s for s in self._slots if s.process is not None]
+                if self._stop_requested and stopping_since is None:
+                    stopping_since = now
+                    self._begin_stop(live)
+                if stopping_since is not None:
+                    if not live:
+                        break
+                    if self._kill_requested or now - stopping_since > self.stop_timeout + _KILL_GRACE:
+                        self._kill(live)
+                        break
+                else:
+                    for s in self._slots:
+                        if s.process is None and s.next_start is not None and s.next_start <= now:
+                            self._spawn(s)
+                self._wait_and_handle(now, stopping_since)
+        except BaseException:
+            log.exception("the worker supervisor failed; killing the workers")
+            self._kill([s for s in self._slots if s.process is not None])
+            raise
+        finally:
+            with self._changed:
+                self._done.set()
+                self._changed.notify_all()
+
+    def _wait_and_handle(self, now: float, stopping_since: float | None) -> None:
+        waits: list[float] = [1.0]
+        if stopping_since is not None:
+            waits.append(stopping_since + self.stop_timeout + _KILL_GRACE - now)
+        waits += [s.next_start - now for s in self._slots if s.next_start is not None]
+        objects: list[Any] = [self._wake_r]
+        for s in self._slots:
+            if s.process is not None:
+                objects.append(s.process.sentinel)
+            if s.conn is not None:
+                objects.append(s.conn)
+        ready = mpc.wait(objects, max(0.0, min(waits)))
+        for s in self._slots:
+            if s.conn is not None and s.conn in ready:
+                self._drain(s)
+        if self._wake_r in ready:
+            with contextlib.suppress(OSError):
+                os.read(self._wake_r, 4096)
+        for s in self._slots:
+            if s.process is not None and s.process.sentinel in ready:
+                self._reap(s, stopping_since is not None or self._stop_requested)
+
+    def _drain(self, slot: _Slot) -> None:
+        conn = slot.conn
+        try:
+            while conn.poll():
+                self._handle(slot, conn.recv())
+        except (EOFError, OSError):
+            conn.close()
+            slot.conn = None
+
+    def _handle(self, slot: _Slot, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "started":
+            _, pid, partitions = msg
+            with self._changed:
+                slot.partitions = list(partitions)
+                self._changed.notify_all()
+            log.info("worker slot %d (pid %d) owns partitions %s", slot.index, pid, partitions)
+        elif kind == "stats":
+            self._on_stats(slot, msg[1])
+        elif kind == "stop":
+            log.info("worker slot %d asked to stop the pool", slot.index)
+            self.request_stop()
+
+    def _on_stats(self, slot: _Slot, payload: dict) -> None:
+        stats = WorkerStats(slot=slot.index, pid=slot.pid or 0,
+                            waiting_kafka=payload["waiting_kafka"],
+                            waiting_local=payload["waiting_local"],
+                            kafka_log_size=payload["kafka_log_size"],
+                            partitions=payload["partitions"], received=time.monotonic())
+        with self._lock:
+            slot.stats = stats
+            slots = {s.index: s.stats for s in self._slots if s.stats is not None}
+        if self.stats_callback is None:
+            return
+        info = PoolStats(slot=slot.index, slots=slots,
+                         **{name: sum(getattr(s, name) for s in slots.values()) for name in FIGURES})
+        try:
+            self.stats_callback(info)
+        except Exception:
+            log.exception("exception in the pool's stats_callback")
+
+    def _reap(self, slot: _Slot, stopping: bool) -> None:
+        proc = slot.process
+        proc.join(1.0)
+        if slot.conn is not None:
+            self._drain(slot)
+            if slot.conn is not None:
+                slot.conn.close()
+        code = proc.exitcode
+        uptime = time.monotonic() - slot.started_at
+        with self._changed:
+            slot.process = slot.conn = slot.pid = None
+            slot.partitions = None
+            slot.stats = None
+            self._changed.notify_all()
+        if stopping:
+            level = logging.INFO if code == 0 else logging.WARNING
+            log.log(level, "worker slot %d (pid %d) %s while stopping", slot.index, proc.pid,
+                    _describe_exit(code))
+            return
+        slot.failures = 1 if uptime >= self.healthy_after else slot.failures + 1
+        if self.max_restarts is not None and slot.failures > self.max_restarts:
+            message = (f"worker slot {slot.index} (pid {proc.pid}) {_describe_exit(code)}; it died "
+                       f"{slot.failures} times in a row and the restart limit (max_restarts="
+                       f"{self.max_restarts}) is reached: stopping the pool")
+            log.error(message)
+            self.error = WorkerError(message, slot.index, code)
+            self.request_stop()
+            return
+        delay = min(self.restart_backoff * 2 ** (slot.failures - 1), MAX_BACKOFF)
+        slot.restarts += 1
+        slot.next_start = time.monotonic() + delay
+        limit = "unlimited" if self.max_restarts is None else f"{slot.failures}/{self.max_restarts}"
+        log.warning("worker slot %d (pid %d) %s; restarting it in %.1f s (restart %s in a row)",
+                    slot.index, proc.pid, _describe_exit(code), delay, limit)
+
+    def _begin_stop(self, live: list[_Slot]) -> None:
+        for s in self._slots:
+            s.next_start = None
+        for s in live:
+            with contextlib.suppress(Exception):
+                s.process.terminate()  # SIGTERM: the worker stops its consumer gracefully
+
+    def _kill(self, live: list[_Slot]) -> None:
+        for s in live:
+            if s.process is not None and s.process.exitcode is None:
+                log.warning("worker slot %d (pid %s) did not stop in time: killing it",
+                            s.index, s.process.pid)
+                with contextlib.suppress(Exception):
+                    s.process.kill()
+        for s in live:
+            if s.process is not None:
+                s.process.join(5.0)
+                self._reap(s, stopping=True)
+
+
+def run(
+    num_workers: int,
+    consumer_factory: Callable[..., Any],
+    *,
+    stats_callback: Callable[[PoolStats], None] | None = None,
+    max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+    restart_backoff: float = DEFAULT_RESTART_BACKOFF,
+    stop_timeout: float = 30.0,
+) -> None:
+    """Run ``num_workers`` consumer processes until SIGTERM/SIGINT; see the module docstring.
+
+    Process ``i`` builds its consumer with ``consumer_factory(worker_slot=i,
+    num_workers=num_workers)`` (plus ``stats_callback=`` when ``stats_callback`` is given).
+    Returns after a graceful stop; raises :class:`WorkerError` when a slot exhausts
+    ``max_restarts``.
+    """
+    WorkerPool(num_workers, consumer_factory, stats_callback=stats_callback,
+               max_restarts=max_restarts, restart_backoff=restart_backoff,
+               stop_timeout=stop_timeout).run()
