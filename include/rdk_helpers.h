@@ -6,9 +6,15 @@
 #define RDK_BALANCE_LIBRDKAFKA 0 /* librdkafka's partitioner (topic conf "partitioner") */
 #define RDK_BALANCE_ROUND_ROBIN 1
 #define RDK_BALANCE_LEAST_BYTES 2
+/* Keyless messages of librdkafka's *_random partitioners, decided here so the batch takes
+ * librdkafka's per-partition path: one random partition, kept for sticky_ms and at most
+ * sticky_messages messages (librdkafka's sticky partitioning, without a clock read and
+ * a partition lookup per message). */
+#define RDK_BALANCE_STICKY 3
 typedef struct rdk_balancer rdk_balancer;
 rdk_balancer *rdk_balancer_new(int kind);
 void rdk_balancer_free(rdk_balancer *b);
+void rdk_balancer_set_sticky(rdk_balancer *b, int sticky_ms, int sticky_messages);
 
 /* One send() call. Message i (0 <= i < n) is message indices[i] of the call (or i when
  * indices is NULL): its value is values[value_offsets[j]:value_offsets[j+1]] (NULL when

@@ -223,7 +223,20 @@ EVENTS_ALL = lib.RD_KAFKA_EVENT_DR | lib.RD_KAFKA_EVENT_STATS | lib.RD_KAFKA_EVE
 
 
 def _destroy(state: dict) -> None:
-    """Free a Client's C objects exactly once, children before the handle."""
+    """Free a Client's C objects exactly once, children before the handle.
+
+    The event thread is stopped first (at interpreter exit the finalizer can run while it
+    still polls); if it cannot be stopped, the C objects are left alone rather than freed
+    under it.
+    """
+    stopping, thread, main_queue = state.pop("event_thread", (None, None, None))
+    if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+        stopping.set()
+        lib.rd_kafka_queue_yield(main_queue)
+        thread.join(5.0)
+        if thread.is_alive():
+            log.error("rdk: event thread %s did not stop; its librdkafka handle is leaked", thread.name)
+            return
     for rkt in state.pop("topics", {}).values():
         lib.rd_kafka_topic_destroy(rkt)
     for q in state.pop("queues", []):
@@ -297,6 +310,7 @@ class Client:
                 target=self._event_loop, name=f"rdk-events-{self.name}", daemon=True
             )
             self._thread.start()
+            self._state["event_thread"] = (self._stopping, self._thread, main_queue)
 
     @property
     def name(self) -> str:

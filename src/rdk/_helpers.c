@@ -3,28 +3,58 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
 #define RDK_BALANCE_LIBRDKAFKA 0
 #define RDK_BALANCE_ROUND_ROBIN 1
 #define RDK_BALANCE_LEAST_BYTES 2
+#define RDK_BALANCE_STICKY 3
 
 /* ---- balancers ---------------------------------------------------------- */
+static int64_t rdk_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 typedef struct rdk_balancer {
     int kind;
     pthread_mutex_t lock;
     uint64_t next;      /* round robin */
     int64_t *bytes;     /* least bytes: bytes sent per partition */
     int bytes_cap;
+    int32_t sticky;     /* sticky: current partition (-1: none yet) */
+    int64_t sticky_left, sticky_until_us;
+    int sticky_ms, sticky_messages;
+    uint64_t rng;
 } rdk_balancer;
 
 static rdk_balancer *rdk_balancer_new(int kind) {
     rdk_balancer *b = calloc(1, sizeof(*b));
     if (!b) return NULL;
     b->kind = kind;
+    b->sticky = -1;
+    b->sticky_ms = 10;
+    b->sticky_messages = 10000;
+    b->rng = ((uint64_t)(uintptr_t)b ^ (uint64_t)rdk_now_us()) | 1;
     pthread_mutex_init(&b->lock, NULL);
     return b;
+}
+
+static void rdk_balancer_set_sticky(rdk_balancer *b, int sticky_ms, int sticky_messages) {
+    pthread_mutex_lock(&b->lock);
+    b->sticky_ms = sticky_ms > 0 ? sticky_ms : 0;
+    b->sticky_messages = sticky_messages > 0 ? sticky_messages : 1;
+    pthread_mutex_unlock(&b->lock);
+}
+
+static uint32_t rdk_rand(rdk_balancer *b) { /* xorshift64* */
+    b->rng ^= b->rng >> 12;
+    b->rng ^= b->rng << 25;
+    b->rng ^= b->rng >> 27;
+    return (uint32_t)((b->rng * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
 static void rdk_balancer_free(rdk_balancer *b) {
@@ -39,6 +69,16 @@ static int32_t rdk_balancer_pick(rdk_balancer *b, int32_t partition_cnt, size_t 
     if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
     if (b->kind == RDK_BALANCE_ROUND_ROBIN)
         return (int32_t)(b->next++ % (uint64_t)partition_cnt);
+    if (b->kind == RDK_BALANCE_STICKY) {
+        if (b->sticky < 0 || b->sticky >= partition_cnt || b->sticky_left <= 0) {
+            int32_t p = (int32_t)(rdk_rand(b) % (uint32_t)partition_cnt);
+            if (partition_cnt > 1 && p == b->sticky) p = (p + 1) % partition_cnt;
+            b->sticky = p;
+            b->sticky_left = b->sticky_messages;
+        }
+        b->sticky_left--;
+        return b->sticky;
+    }
     if (b->bytes_cap < partition_cnt) {
         int64_t *grown = realloc(b->bytes, sizeof(int64_t) * partition_cnt);
         if (!grown) return (int32_t)(b->next++ % (uint64_t)partition_cnt);
@@ -84,7 +124,17 @@ static int rdk_produce_batch(const rdk_produce_args *a) {
     if (n <= 0) return 0;
     int use_balancer = a->balancer && a->partition == RD_KAFKA_PARTITION_UA &&
                        a->balancer->kind != RDK_BALANCE_LIBRDKAFKA;
-    if (use_balancer) pthread_mutex_lock(&a->balancer->lock);
+    if (use_balancer) {
+        rdk_balancer *b = a->balancer;
+        pthread_mutex_lock(&b->lock);
+        if (b->kind == RDK_BALANCE_STICKY) { /* the time window is checked once per call */
+            int64_t now = rdk_now_us();
+            if (now >= b->sticky_until_us) {
+                b->sticky_left = 0;
+                b->sticky_until_us = now + (int64_t)b->sticky_ms * 1000;
+            }
+        }
+    }
 
     if (!a->timestamps && !a->header_index) {
         /* The common case: librdkafka's own batch enqueue, one topic lock for all. */
