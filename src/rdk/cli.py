@@ -15,9 +15,12 @@ import argparse
 import base64
 import contextlib
 import json
+import logging
 import os
+import signal
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -490,11 +493,292 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-# ---- produce / consume / offsets / stats (filled below) ----------------------------------
+# ---- produce -----------------------------------------------------------------------------
+
+
+class _Accounting:
+    """Delivered messages, summed from every send()'s on_delivery (event thread)."""
+
+    def __init__(self) -> None:
+        self.delivered = 0
+        self.failures: list[Any] = []
+
+    def __call__(self, delivered: int, failures: list) -> None:
+        self.delivered += delivered
+        if failures and len(self.failures) < 5:
+            self.failures += failures[: 5 - len(self.failures)]
+
+
+def _input_records(args: argparse.Namespace, stream: IO[bytes]) -> Iterator[Any]:
+    if args.binary:  # a null frame is a tombstone: (no key, null value)
+        return (v if v is not None else (None, None) for v in read_frames(stream))
+    lines = _read_lines(stream)
+    if args.key_delimiter is None:
+        return lines
+    sep = args.key_delimiter
+    return ((line[:i], line[i + len(sep):]) if (i := line.find(sep)) >= 0 else (None, line)
+            for line in lines)
+
+
+def _total_size(stream: IO[bytes]) -> int | None:
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    import stat
+
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _position(stream: IO[bytes]) -> int:
+    try:
+        return stream.tell()
+    except (OSError, ValueError):
+        return 0
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    from itertools import islice
+
+    from .producer import Producer
+
+    if args.binary and args.key_delimiter is not None:
+        raise UsageError("--key-delimiter applies to line input; --binary records carry values only")
+    stream = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    accounting = _Accounting()
+    read = 0
+    started = time.monotonic()
+    try:
+        producer = Producer(args.brokers, balancer=args.balancer, on_queue_full="block",
+                            statistics_interval_ms=0)
+        try:
+            count = producer.partition_count(args.topic)  # unknown topic: a clear error now
+            if args.partition is not None and args.partition >= count:
+                raise UsageError(f"-p {args.partition}: topic {args.topic!r} has {count} "
+                                 f"partition(s), 0..{count - 1}")
+            records = _input_records(args, stream)
+            total = _total_size(stream)
+            with _Progress(_use_rich(sys.stderr, args.progress), f"produce {args.topic}",
+                           total=total, unit="bytes") as progress:
+                while chunk := list(islice(records, SEND_CHUNK)):
+                    producer.send(args.topic, args.partition, chunk, on_delivery=accounting)
+                    read += len(chunk)
+                    progress.update(_position(stream), read)
+                left = producer.stop(timeout=60.0)
+                progress.update(_position(stream), read)
+        finally:
+            producer.stop(timeout=5.0)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    elapsed = max(time.monotonic() - started, 1e-9)
+    failed = read - accounting.delivered
+    _eprint(f"sent {accounting.delivered}, failed {failed}, "
+            f"{accounting.delivered / elapsed:,.0f} msgs/s ({elapsed:.2f} s)"
+            + (f"; {left} undelivered at stop" if left else ""))
+    for message, error in accounting.failures:
+        _eprint(f"  failed: {error} ({message!r})")
+    return 0 if failed == 0 else 1
+
+
+# ---- consume -------------------------------------------------------------------------------
+
+
+def _text_or_base64(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _json_line(m: Any) -> bytes:
+    return json.dumps({
+        "topic": m.topic, "partition": m.partition, "offset": m.offset,
+        "timestamp": m.timestamp, "key": _text_or_base64(m.key),
+        "value": _text_or_base64(m.value),
+        "headers": None if m.headers is None else
+        [[name, _text_or_base64(v)] for name, v in m.headers],
+    }, ensure_ascii=False).encode() + b"\n"
+
+
+def encode_messages(messages: Sequence[Any], fmt: str) -> bytes:
+    """Messages as ``rdk consume --format`` writes them (value, json or raw)."""
+    if fmt == "value":
+        return b"".join((m[0] or b"") + b"\n" for m in messages)
+    if fmt == "raw":
+        return b"".join(map(frame, (m[0] for m in messages)))
+    return b"".join(map(_json_line, messages))
+
+
+class _Unrecorded(Exception):
+    """Raised from the CLI's callback so the consumer does not record a batch it did not write."""
+
+
+class _QuietFinish(logging.Filter):
+    """Hides the consumer's reports about batches the CLI declined on purpose (after --count)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (_Unrecorded, BrokenPipeError)):
+            return False
+        return not (record.levelno == logging.WARNING and "commit_on_error=False" in record.msg)
+
+
+def _cli_logger() -> logging.Logger:
+    logger = logging.getLogger("rdk.cli")
+    if not any(isinstance(f, _QuietFinish) for f in logger.filters):
+        logger.addFilter(_QuietFinish())
+    return logger
+
+
+class _Tally:
+    """Messages written and the --count budget, shared by every writer (processes too).
+
+    The lock also serialises writes to stdout, so workers never interleave output.
+    """
+
+    def __init__(self, limit: int | None, ctx: Any = None) -> None:
+        self.limit = limit
+        if ctx is not None:
+            self._value = ctx.Value("q", 0)
+            self.lock = self._value.get_lock()
+        else:
+            self._value = argparse.Namespace(value=0)
+            self.lock = threading.Lock()
+
+    @property
+    def written(self) -> int:
+        return int(self._value.value)
+
+    def take(self, n: int) -> int:
+        """Reserve up to n of the budget (call with ``lock`` held); returns how many."""
+        k = n if self.limit is None else max(0, min(n, self.limit - self._value.value))
+        self._value.value += k
+        return k
+
+    @property
+    def exhausted(self) -> bool:
+        return self.limit is not None and self._value.value >= self.limit
+
+
+class ConsumeJob:
+    """What ``rdk consume`` runs in each process: builds a consumer for a worker slot.
+
+    Picklable, so it is the ``consumer_factory`` of ``rdk.workers`` with ``--workers N``.
+    """
+
+    def __init__(self, args: argparse.Namespace, tally: _Tally) -> None:
+        self.brokers, self.topic, self.offset_dir = args.brokers, args.topic, args.offset_dir
+        self.format, self.start = args.format, args.start
+        self.tally = tally
+
+    def __call__(self, worker_slot: int = 0, num_workers: int = 1) -> _CliConsumer:
+        return _CliConsumer(self, worker_slot, num_workers)
+
+
+class _CliConsumer:
+    """An rdk.Consumer that writes batches to stdout and records exactly what it wrote.
+
+    With --count, the batch that crosses the count is written only in part; the consumer
+    is told it failed (commit_on_error=False), so it records nothing of it, and after the
+    consumer stopped the written part's offsets are stored through rdk.offsets.
+    """
+
+    def __init__(self, job: ConsumeJob, worker_slot: int, num_workers: int) -> None:
+        from .consumer import Consumer
+
+        self.job = job
+        self.done = threading.Event()
+        self.partial: dict[int, int] = {}
+        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, self._on_batch,
+                                 worker_slot=worker_slot, num_workers=num_workers,
+                                 start_offset=job.start, commit_on_error=False,
+                                 logger=_cli_logger(), statistics_interval_ms=0)
+
+    @property
+    def error(self) -> Any:
+        return self.consumer.error
+
+    def start(self) -> list[int]:
+        return self.consumer.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.consumer.stop(timeout)
+        self._record_partial()
+
+    def _on_batch(self, batch: Any) -> None:
+        messages = batch.messages
+        tally = self.job.tally
+        out = sys.stdout.buffer
+        with tally.lock:
+            if self.done.is_set():
+                k = 0
+            else:
+                k = tally.take(len(messages))
+                if k:
+                    try:
+                        out.write(encode_messages(messages if k == len(messages) else messages[:k],
+                                                  self.job.format))
+                        out.flush()
+                    except (BrokenPipeError, ValueError):  # the reader is gone: stop
+                        self._finish()
+                        raise _Unrecorded("stdout is closed") from None
+            exhausted = tally.exhausted
+        if k == len(messages):
+            if exhausted:
+                self._finish()
+            return
+        for m in messages[:k]:
+            self.partial[m[5]] = max(self.partial.get(m[5], -1), m[6])
+        self._finish()
+        raise _Unrecorded(f"--count reached: {k} of {len(messages)} messages written")
+
+    def _finish(self) -> None:
+        if self.done.is_set():
+            return
+        self.done.set()
+        from . import workers
+
+        if workers.current_slot() is not None:
+            workers.request_stop()
+
+    def _record_partial(self) -> None:
+        """Store the offsets of a batch's written part (the consumer has released its locks)."""
+        if not self.partial:
+            return
+        from .offsets import lock_partitions, offset_file_path, read_offset_file, write_offset_files
+
+        d, topic = self.job.offset_dir, self.job.topic
+        with lock_partitions(d, topic, self.partial):
+            stored = {p: read_offset_file(offset_file_path(d, topic, p)) for p in self.partial}
+            newer = {p: o for p, o in self.partial.items() if stored[p] is None or stored[p] < o}
+            write_offset_files(d, topic, newer)
+        self.partial = {}
+
+
+@contextlib.contextmanager
+def _stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM call ``request_stop`` instead of interrupting."""
+    previous = {sig: signal.signal(sig, lambda *_: request_stop())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _precheck_topic(args: argparse.Namespace, num_workers: int) -> int:
+    from .admin import Admin
+
+    with Admin(args.brokers) as admin:
+        count = admin.partition_count(args.topic)
+    if count < num_workers:
+        raise UsageError(f"topic {args.topic!r} has {count} partition(s), fewer than the "
+                         f"{num_workers} worker slots")
+    return count
 
 
 def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
@@ -509,8 +793,58 @@ def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
-    _check_consume_args(args)
-    raise NotImplementedError
+    slot, of = _check_consume_args(args)
+    started = time.monotonic()
+    progress_on = _use_rich(sys.stderr, args.progress)
+    if args.workers is not None:
+        return _consume_workers(args, progress_on, started)
+    tally = _Tally(args.count)
+    worker = ConsumeJob(args, tally)(slot, of)
+    stop = threading.Event()
+    with _stop_on_signals(stop.set):
+        partitions = worker.start()
+        try:
+            with _Progress(progress_on, f"consume {args.topic}", total=args.count) as progress:
+                while not (stop.is_set() or worker.done.is_set() or worker.consumer.closed):
+                    stop.wait(0.2)  # a progress refresh period; the loop ends on events
+                    progress.update(tally.written, tally.written)
+        finally:
+            worker.stop()
+    _summary(tally.written, f"partitions {partitions}", started)
+    if worker.error is not None:
+        _eprint(f"rdk consume: error: {worker.error}")
+        return 1
+    return 0
+
+
+def _consume_workers(args: argparse.Namespace, progress_on: bool, started: float) -> int:
+    import multiprocessing
+
+    from .workers import WorkerPool
+
+    _precheck_topic(args, args.workers)
+    tally = _Tally(args.count, multiprocessing.get_context("spawn"))
+    pool = WorkerPool(args.workers, ConsumeJob(args, tally))
+    with pool.stop_on_signals():
+        pool.start()
+        with _Progress(progress_on, f"consume {args.topic}", total=args.count) as progress:
+            while not pool.wait(0.2):  # a progress refresh period; the loop ends on an event
+                progress.update(tally.written, tally.written)
+            progress.update(tally.written, tally.written)
+    _summary(tally.written, f"{args.workers} workers", started)
+    if pool.error is not None:
+        _eprint(f"rdk consume: error: {pool.error}")
+        return 1
+    return 0
+
+
+def _summary(written: int, where: str, started: float) -> None:
+    elapsed = max(time.monotonic() - started, 1e-9)
+    _eprint(f"consumed {written} messages ({where}) in {elapsed:.2f} s, "
+            f"{written / elapsed:,.0f} msgs/s")
+
+
+# ---- offsets / stats -------------------------------------------------------------------------
 
 
 def _stored_offsets(directory: str, topic: str | None = None) -> tuple[list[tuple[str, int, int | None]], list[str]]:
@@ -687,5 +1021,3 @@ def cmd_stats(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
     return 0  # --watch ends with Ctrl-C
 
-
-_unused = (base64, json, os, time)

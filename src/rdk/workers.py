@@ -36,7 +36,7 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -311,7 +311,9 @@ class WorkerPool:
         check_timeout(healthy_after, "healthy_after")
         try:
             pickle.dumps(consumer_factory)
-        except Exception as e:
+        except RuntimeError:
+            pass  # holds multiprocessing objects, which pickle only while spawning: fine
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
             raise TypeError(
                 "consumer_factory must be picklable to reach the worker processes (a module-level "
                 f"function, a class or a functools.partial of one), got {consumer_factory!r}: {e}"
@@ -404,11 +406,11 @@ class WorkerPool:
                 self._changed.wait(remaining)
         return True
 
-    def run(self) -> None:
-        """Start, stop gracefully on SIGTERM/SIGINT (a second signal kills), wait.
+    @contextlib.contextmanager
+    def stop_on_signals(self) -> Iterator[None]:
+        """While inside: SIGTERM/SIGINT ask for a graceful stop; a second one kills the workers.
 
-        Returns normally after a graceful stop; raises :class:`WorkerError` if a slot
-        exhausted its restarts. Signal handlers are installed only on the main thread.
+        Installs the handlers only on the main thread (elsewhere it does nothing).
         """
         installed: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
@@ -423,12 +425,21 @@ class WorkerPool:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 installed[sig] = signal.signal(sig, on_signal)
         try:
-            self.start()
-            while not self._done.wait(1.0):
-                pass
+            yield
         finally:
             for sig, previous in installed.items():
                 signal.signal(sig, previous)
+
+    def run(self) -> None:
+        """Start, stop gracefully on SIGTERM/SIGINT (a second signal kills), wait.
+
+        Returns normally after a graceful stop; raises :class:`WorkerError` if a slot
+        exhausted its restarts. Signal handlers are installed only on the main thread.
+        """
+        with self.stop_on_signals():
+            self.start()
+            while not self._done.wait(1.0):
+                pass
         if self.error is not None:
             raise self.error
 

@@ -18,7 +18,7 @@ PY = sys.executable
 
 def rdk_cli(*argv: str, input: bytes | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess:
     """Run ``python -m rdk ARGV`` in a subprocess (bytes in, bytes out)."""
-    return subprocess.run([PY, "-m", "rdk", *argv], input=input, capture_output=True,
+    return subprocess.run([PY, "-m", "rdk", *argv], input=input, capture_output=True, check=False,
                           timeout=timeout)
 
 
@@ -77,7 +77,7 @@ def test_console_script_and_module_exit_2_on_bad_arguments():
     assert r.stderr.decode().count("\n") == 1
     assert b"--format" in r.stderr
     script = os.path.join(os.path.dirname(PY), "rdk")
-    r2 = subprocess.run([script, "produce"], capture_output=True, timeout=60)
+    r2 = subprocess.run([script, "produce"], capture_output=True, timeout=60, check=False)
     assert r2.returncode == 2
     assert r2.stderr.decode().count("\n") == 1
 

@@ -1,0 +1,251 @@
+"""rdk.workers: real consumers in spawned processes, one worker slot each.
+
+Workers record every message they process as a line ``slot pid partition offset`` in a
+file of their own, written before the batch settles, so "processed at least once" and
+"duplicates" are read from those files after the fact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+import rdk
+from rdk import workers
+from rdk.offsets import offset_file_path, read_offset_file
+from rdk.producer import Producer
+
+BATCH = 100  # max_messages_per_callback: "one batch" of duplicates
+
+
+def record_batch(outdir: str, delay: float, batch) -> None:
+    """receive_callback of the workers: log what was processed, then act slow."""
+    slot, _ = workers.current_slot()
+    lines = "".join(f"{slot} {os.getpid()} {m.partition} {m.offset}\n" for m in batch.messages)
+    fd = os.open(os.path.join(outdir, f"processed-{os.getpid()}.txt"),
+                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, lines.encode())
+    finally:
+        os.close(fd)
+    if delay:
+        time.sleep(delay)  # a slow processor, so the test can act mid-stream
+
+
+def consumer_factory(broker: str, topic: str, offset_dir: str, outdir: str, delay: float, **kw):
+    return partial(rdk.Consumer, broker, topic, offset_dir,
+                   partial(record_batch, outdir, delay), max_messages_per_callback=BATCH, **kw)
+
+
+def factory_without_stats_keyword(worker_slot: int, num_workers: int):
+    raise AssertionError("never called: the pool refuses it up front")
+
+
+def processed(outdir: Path) -> list[tuple[int, int, int, int]]:
+    """Every (slot, pid, partition, offset) line the workers wrote (a torn last line is skipped)."""
+    rows = []
+    for f in outdir.glob("processed-*.txt"):
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 4:
+                rows.append(tuple(map(int, parts)))
+    return rows
+
+
+def produce(broker, topic: str, partitions: int, per_partition: int) -> None:
+    with Producer(broker.bootstrap_servers) as p:
+        for part in range(partitions):
+            p.send(topic, part, [b"m%d" % i for i in range(per_partition)])
+        assert p.flush(30) == 0
+
+
+def wait_for(condition, timeout: float, what: str, interval: float = 0.05):
+    """Poll a real condition until it holds or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def mock_broker(mock_cluster):
+    return mock_cluster
+
+
+def test_sigkilled_worker_restarts_in_same_slot_and_topic_is_fully_consumed(
+        mock_broker, new_topic, tmp_path, caplog):
+    topic = new_topic(mock_broker, 4)
+    per_partition = 1500
+    produce(mock_broker, topic, 4, per_partition)
+    outdir, offdir = tmp_path / "out", tmp_path / "off"
+    outdir.mkdir()
+    factory = consumer_factory(mock_broker.bootstrap_servers, topic, str(offdir), str(outdir), 0.02)
+    caplog.set_level(logging.INFO, logger="rdk.workers")
+    pool = workers.WorkerPool(2, factory, restart_backoff=0.1, max_restarts=3)
+    with pool:
+        assert pool.wait_started(60), "workers did not start"
+        assert pool.partitions == {0: [0, 2], 1: [1, 3]}
+        victim = pool.pids[1]
+        wait_for(lambda: any(r[1] == victim for r in processed(outdir)), 30, "slot 1 to process")
+        os.kill(victim, signal.SIGKILL)
+        done_by_victim = sum(1 for r in processed(outdir) if r[1] == victim)
+        assert done_by_victim < 2 * per_partition, "the kill came too late to be mid-stream"
+        wait_for(lambda: pool.restarts[1] == 1 and pool.pids.get(1) not in (None, victim), 30,
+                 "slot 1 to be restarted")
+        assert pool.wait_started(60)
+        assert pool.partitions[1] == [1, 3]
+        everything = {(p, o) for p in range(4) for o in range(per_partition)}
+        wait_for(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 60,
+                 "every message to be processed")
+    rows = processed(outdir)
+    assert {(r[2], r[3]) for r in rows} == everything  # at least once, nothing else
+    assert pool.restarts == {0: 0, 1: 1}
+    successor = {r[1] for r in rows if r[0] == 1} - {victim}
+    assert len(successor) == 1
+    assert {r[2] for r in rows if r[1] in successor} <= {1, 3}  # same slot, same partitions
+    assert all(r[0] == 0 for r in rows if r[2] in (0, 2))
+    for p in range(4):
+        assert read_offset_file(offset_file_path(offdir, topic, p)) == per_partition - 1
+    logged = caplog.text
+    assert "was killed by SIGKILL; restarting it" in logged
+
+
+POOL_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    from functools import partial
+    import rdk
+    from rdk import workers
+
+    def record(outdir, batch):
+        slot, _ = workers.current_slot()
+        lines = "".join(f"{slot} {os.getpid()} {m.partition} {m.offset}\\n" for m in batch.messages)
+        with open(os.path.join(outdir, f"processed-{os.getpid()}.txt"), "a") as f:
+            f.write(lines)
+        time.sleep(0.03)
+
+    if __name__ == "__main__":
+        broker, topic, offdir, outdir = sys.argv[1:5]
+        factory = partial(rdk.Consumer, broker, topic, offdir, partial(record, outdir),
+                          max_messages_per_callback=BATCH)
+        workers.run(2, factory, restart_backoff=0.1)
+        print("parent returned", flush=True)
+""").replace("BATCH)", f"{BATCH})")
+
+
+def test_graceful_sigterm_loses_nothing_and_restart_repeats_at_most_one_batch(
+        mock_broker, new_topic, tmp_path):
+    topic = new_topic(mock_broker, 4)
+    per_partition = 2000
+    produce(mock_broker, topic, 4, per_partition)
+    outdir, offdir = tmp_path / "out", tmp_path / "off"
+    outdir.mkdir()
+    script = tmp_path / "pool.py"
+    script.write_text(POOL_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), mock_broker.bootstrap_servers, topic,
+                             str(offdir), str(outdir)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: len({r[2] for r in processed(outdir)}) == 4 or proc.poll() is not None,
+                 60, "every partition to be in processing")
+        assert proc.poll() is None, proc.stderr.read().decode()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert b"parent returned" in out
+    first = processed(outdir)
+    assert len(first) < 4 * per_partition, "the stop came too late to be mid-stream"
+    # nothing lost: every offset up to the stored one was processed
+    stored = {p: read_offset_file(offset_file_path(offdir, topic, p)) for p in range(4)}
+    done = {(r[2], r[3]) for r in first}
+    for p, last in stored.items():
+        assert last is not None, f"partition {p}: processed but nothing recorded"
+        assert {(p, o) for o in range(last + 1)} <= done
+    # a second pool finishes the topic; duplicates per partition are at most one batch
+    factory = consumer_factory(mock_broker.bootstrap_servers, topic, str(offdir), str(outdir), 0)
+    with workers.WorkerPool(2, factory, restart_backoff=0.1) as pool:
+        everything = {(p, o) for p in range(4) for o in range(per_partition)}
+        wait_for(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 60,
+                 "the rest to be processed")
+    assert pool.restarts == {0: 0, 1: 0}
+    counts = Counter((r[2], r[3]) for r in processed(outdir))
+    assert set(counts) == everything
+    for p in range(4):
+        duplicates = sum(c - 1 for (q, _), c in counts.items() if q == p)
+        assert duplicates <= BATCH, f"partition {p}: {duplicates} duplicates"
+        assert read_offset_file(offset_file_path(offdir, topic, p)) == per_partition - 1
+
+
+def test_parent_stats_callback_gets_per_slot_figures_and_their_sums(
+        mock_broker, new_topic, tmp_path):
+    topic = new_topic(mock_broker, 4)
+    produce(mock_broker, topic, 4, 100)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    factory = consumer_factory(mock_broker.bootstrap_servers, topic, str(tmp_path / "off"),
+                               str(outdir), 0, statistics_interval_ms=100)
+    seen: list[workers.PoolStats] = []
+    complete = threading.Event()
+
+    def on_stats(info: workers.PoolStats) -> None:
+        seen.append(info)
+        if len(info.slots) == 2 and info.kafka_log_size == 400 and info.waiting_kafka == 0:
+            complete.set()
+
+    with workers.WorkerPool(2, factory, stats_callback=on_stats):
+        assert complete.wait(60), seen[-3:]
+    info = next(i for i in seen if len(i.slots) == 2 and i.kafka_log_size == 400)
+    assert {s: sorted(st.partitions) for s, st in info.slots.items()} == {0: [0, 2], 1: [1, 3]}
+    assert info.kafka_log_size == sum(st.kafka_log_size for st in info.slots.values())
+    assert info.waiting_local == sum(st.waiting_local for st in info.slots.values())
+    assert all(st.kafka_log_size == 200 for st in info.slots.values())
+    assert sorted(info.partitions) == [0, 1, 2, 3]
+    assert all(f["kafka_log_size"] == 100 for f in info.partitions.values())
+
+
+def test_a_slot_that_keeps_dying_stops_the_pool_at_the_restart_limit(mock_broker, tmp_path, caplog):
+    factory = partial(rdk.Consumer, mock_broker.bootstrap_servers, "no-such-topic-here",
+                      str(tmp_path), partial(record_batch, str(tmp_path), 0))
+    caplog.set_level(logging.INFO, logger="rdk.workers")
+    started = time.monotonic()
+    with pytest.raises(workers.WorkerError) as exc:
+        workers.run(1, factory, max_restarts=2, restart_backoff=0.05)
+    assert exc.value.slot == 0 and exc.value.exitcode == 1
+    assert "max_restarts=2" in str(exc.value)
+    assert caplog.text.count("restarting it in") == 2
+    assert "restart limit" in caplog.text
+    assert time.monotonic() - started < 60
+
+
+def test_bad_pool_arguments_raise_naming_the_argument(tmp_path):
+    good = partial(rdk.Consumer, "127.0.0.1:9", "t", str(tmp_path), print)
+    with pytest.raises(ValueError, match="num_workers"):
+        workers.WorkerPool(0, good)
+    with pytest.raises(TypeError, match="picklable"):
+        workers.WorkerPool(1, lambda **kw: None)
+    with pytest.raises(TypeError, match="stats_callback"):
+        workers.WorkerPool(1, factory_without_stats_keyword, stats_callback=print)
+    with pytest.raises(ValueError, match="max_restarts"):
+        workers.WorkerPool(1, good, max_restarts=-1)
+    with pytest.raises(ValueError, match="restart_backoff"):
+        workers.WorkerPool(1, good, restart_backoff=-1)
+    with pytest.raises(RuntimeError, match="inside a worker"):
+        workers.request_stop()
+    assert workers.current_slot() is None
