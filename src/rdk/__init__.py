@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._binding import features, librdkafka_version
 from .admin import Admin
+from .consumer import Batch, Consumer
 from .errors import (
     ClosedError,
     ConfigError,
@@ -17,11 +18,20 @@ from .errors import (
     QueueFullError,
     RdkError,
 )
+from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
+from .stats import ConsumerStats, PartitionStats
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Admin",
+    "Batch",
+    "BrokerOffsetStore",
+    "Consumer",
+    "ConsumerStats",
+    "FileOffsetStore",
+    "OffsetStore",
+    "PartitionStats",
     "ClosedError",
     "ConfigError",
     "KafkaError",

@@ -1,0 +1,819 @@
+"""rdk.Consumer: kafka-native's Consumer over librdkafka.
+
+Explicit partitions (worker slots), progress in kafka-native's offset files (or any
+OffsetStore), pause/resume that also stops fetching, and periodic stats.
+
+Pipeline (no Python call per message anywhere):
+
+- a **fetch thread** calls the C batch helper (one call copies up to
+  ``max_messages_per_callback`` messages into contiguous buffers, with the GIL released),
+  turns the buffers into :class:`rdk.Message` tuples at C speed (one copy of the payload
+  area, ``map``/``slice``/``zip``) and puts the batch on a small bounded queue, so the
+  next fetch runs while the callback works;
+- a **delivery thread** hands batches to ``receive_callback`` and settles them when the
+  callback returns (or when the Future / awaitable it returned completes);
+- an **offset thread** stores the contiguous settled prefix per partition, coalescing.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import queue
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from itertools import islice, repeat
+from typing import TYPE_CHECKING, Any
+
+from . import _binding, offsets, slots, stats
+from ._binding import ERROR_CODES, ffi, lib
+from ._fetch import Fetcher, error_text
+from .errors import ClosedError, ConfigError, KafkaError
+from .message import Message
+from .validate import (
+    check_broker,
+    check_callable,
+    check_choice,
+    check_int,
+    check_options,
+    check_timeout,
+    check_topic_name,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["Batch", "Consumer"]
+
+log = logging.getLogger("rdk")
+
+_FETCH_TIMEOUT_MS = 100     # one fetch call waits at most this long (stop latency)
+_QUEUE_DEPTH = 3            # converted batches waiting for the delivery thread
+_MAX_IN_FLIGHT = 16         # unsettled batches (Futures / awaitables) before delivery waits
+
+_PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
+_FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
+_PENDING, _OK, _FAILED = 0, 1, 2
+_NEW = object()
+_DONE = object()
+
+
+class Batch:
+    """One delivery: what ``receive_callback(info)`` gets and ``batches()`` yields.
+
+    ``messages`` (list of :class:`rdk.Message`), ``repeats`` and ``misses``
+    (kafka-native's counts), ``topic``, ``offsets`` (``{partition: (first, last)}``).
+    ``commit()`` records the batch's offsets now (the iterator interface; in a callback it
+    settles the batch early).
+    """
+
+    __slots__ = ("_consumer", "_entries", "_parts", "messages", "misses", "repeats", "topic")
+
+    def __init__(self, messages: list[Message], repeats: int, misses: int, topic: str,
+                 parts: list[tuple[int, int, int, int]], consumer: Consumer | None) -> None:
+        self.messages = messages
+        self.repeats = repeats
+        self.misses = misses
+        self.topic = topic
+        self._parts = parts
+        self._consumer = consumer
+        self._entries: Any = _NEW
+
+    @property
+    def offsets(self) -> dict[int, tuple[int, int]]:
+        """``{partition: (first offset, last offset)}`` of the messages in this batch."""
+        return {p: (first, last) for p, first, last, _ in self._parts}
+
+    def commit(self) -> None:
+        """Record this batch as processed (its offsets are stored once earlier ones are)."""
+        if self._consumer is not None:
+            self._consumer._settle(self, True)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    def __repr__(self) -> str:
+        return (f"<Batch {self.topic} {len(self.messages)} messages {self.offsets} "
+                f"repeats={self.repeats} misses={self.misses}>")
+
+
+class _Tracker:
+    """Per partition, the settled prefix of delivered batches; returns what may be recorded."""
+
+    def __init__(self, commit_on_error: bool, logger: logging.Logger, topic: str) -> None:
+        self.cond = threading.Condition(threading.Lock())
+        self.commit_on_error = commit_on_error
+        self.logger = logger
+        self.topic = topic
+        self.unsettled = 0
+        self.closed = False
+        self._queues: dict[int, deque] = {}
+        self._blocked: set[int] = set()
+
+    def add(self, batch: Batch) -> None:
+        with self.cond:
+            entries = []
+            for p, _first, last, _count in batch._parts:
+                e = [last, _PENDING]
+                q = self._queues.get(p)
+                if q is None:
+                    q = self._queues[p] = deque()
+                q.append(e)
+                entries.append((p, e))
+            batch._entries = entries
+            self.unsettled += 1
+
+    def settle(self, batch: Batch, ok: bool) -> tuple[bool, dict[int, int]]:
+        """(was it pending, offsets that became recordable)."""
+        with self.cond:
+            entries = batch._entries
+            if entries is _NEW or entries is _DONE:
+                return False, {}
+            batch._entries = _DONE
+            self.unsettled -= 1
+            self.cond.notify_all()
+            if self.closed:
+                return True, {}
+            state = _OK if ok else _FAILED
+            for _, e in entries:
+                e[1] = state
+            record: dict[int, int] = {}
+            for p, _ in entries:
+                q = self._queues[p]
+                while q and q[0][1] != _PENDING:
+                    last, st = q.popleft()
+                    if p in self._blocked:
+                        continue
+                    if st == _FAILED and not self.commit_on_error:
+                        self._blocked.add(p)
+                        self.logger.warning(
+                            "%s[%d]: a batch failed and commit_on_error=False, so no offset "
+                            "after %s is recorded in this run; it is delivered again after a "
+                            "restart", self.topic, p, record.get(p, "the last recorded one"))
+                        record.pop(p, None)
+                        continue
+                    record[p] = last
+            return True, record
+
+    def wait_settled(self, timeout: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: self.unsettled == 0, max(0.0, timeout))
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _is_event_loop(loop: Any) -> bool:
+    import asyncio
+
+    return isinstance(loop, asyncio.AbstractEventLoop)
+
+
+def _null_indices(bitmap: Any, n: int) -> list[int]:
+    bits = ffi.buffer(bitmap, (n + 7) // 8)[:]
+    return [i for i in range(n) if not (bits[i >> 3] >> (i & 7)) & 1]
+
+
+def _slices(buf_ptr: Any, offsets_ptr: Any, n: int) -> list[bytes]:
+    """n bytes objects cut from one Arrow-layout buffer: one copy of the area, then slices.
+
+    (A comprehension over ``zip`` measured faster here than ``map(data.__getitem__,
+    map(slice, ...))``: 0.17 vs 0.29 us per slice on CPython 3.11.)
+    """
+    offs = ffi.unpack(offsets_ptr, n + 1)
+    data = ffi.buffer(buf_ptr, offs[n])[:]
+    return [data[a:z] for a, z in zip(offs, islice(offs, 1, None))]
+
+
+class Consumer:
+    """kafka-native's Consumer: ``Consumer(broker, topic, offset_directory, receive_callback, ...)``.
+
+    Options (kafka-native's names): ``stats_callback``, ``logger``,
+    ``max_messages_per_callback=10000``, ``statistics_interval_ms=5000``,
+    ``queued_max_messages_kbytes=1000000``, ``driver_options``, ``topic_options``,
+    ``num_workers=1``, ``worker_slot=0``. Beyond kafka-native: ``start_offset``
+    ("earliest"/"latest", for partitions without stored progress),
+    ``on_offset_out_of_range`` ("earliest"/"latest"/"error"), ``decode`` (None or "utf-8"),
+    ``commit_on_error=True``, ``offset_store`` (any :class:`rdk.offsets.OffsetStore`, e.g.
+    :class:`rdk.BrokerOffsetStore`) and ``loop`` (asyncio loop for awaitables the callback
+    returns).
+
+    ``receive_callback`` is needed for ``start()``/``run()``; scripts can instead iterate
+    ``for batch in consumer.batches(timeout=...)``.
+    """
+
+    def __init__(
+        self,
+        broker: str,
+        topic: str,
+        offset_directory: str | os.PathLike | None = None,
+        receive_callback: Callable[[Batch], Any] | None = None,
+        *,
+        stats_callback: Callable[[stats.ConsumerStats], Any] | None = None,
+        logger: logging.Logger | logging.LoggerAdapter | None = None,
+        max_messages_per_callback: int = 10000,
+        statistics_interval_ms: int = 5000,
+        queued_max_messages_kbytes: int = 1000000,
+        driver_options: Mapping[str, Any] | None = None,
+        topic_options: Mapping[str, Any] | None = None,
+        num_workers: int = 1,
+        worker_slot: int = 0,
+        start_offset: str = "earliest",
+        on_offset_out_of_range: str = "earliest",
+        decode: str | None = None,
+        commit_on_error: bool = True,
+        offset_store: Any = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.broker = check_broker(broker)
+        self.topic = check_topic_name(topic)
+        self._receive_callback = check_callable(receive_callback, "receive_callback")
+        self._stats_callback = check_callable(stats_callback, "stats_callback")
+        if logger is None:
+            logger = log
+        elif not isinstance(logger, (logging.Logger, logging.LoggerAdapter)):
+            raise TypeError(f"logger must be a logging.Logger, got {type(logger).__name__}")
+        self.logger = logger
+        self.max_messages_per_callback = check_int(
+            max_messages_per_callback, "max_messages_per_callback", minimum=1, maximum=1_000_000)
+        self.statistics_interval_ms = check_int(
+            statistics_interval_ms, "statistics_interval_ms", minimum=0, maximum=86_400_000)
+        self.queued_max_messages_kbytes = check_int(
+            queued_max_messages_kbytes, "queued_max_messages_kbytes", minimum=1, maximum=2_097_151)
+        self.num_workers, self.worker_slot = slots.check_slot(num_workers, worker_slot)
+        self.start_offset = check_choice(start_offset, "start_offset", ("earliest", "latest"))
+        self.on_offset_out_of_range = check_choice(
+            on_offset_out_of_range, "on_offset_out_of_range", ("earliest", "latest", "error"))
+        self.decode = check_choice(decode, "decode", (None, "utf-8"))
+        if not isinstance(commit_on_error, bool):
+            raise TypeError(f"commit_on_error must be bool, got {type(commit_on_error).__name__}")
+        self.commit_on_error = commit_on_error
+        if loop is not None and not _is_event_loop(loop):
+            raise TypeError(f"loop must be an asyncio event loop, got {type(loop).__name__}")
+        self._user_loop = loop
+
+        driver_options = check_options(driver_options, "driver_options")
+        topic_options = check_options(topic_options, "topic_options")
+        if "auto.offset.reset" in topic_options:
+            raise ConfigError("topic_options: set the out-of-range behaviour with "
+                              "on_offset_out_of_range= instead of 'auto.offset.reset'")
+        self._props = {
+            "queued.max.messages.kbytes": self.queued_max_messages_kbytes,
+            "statistics.interval.ms": self.statistics_interval_ms if stats_callback else 0,
+            "enable.partition.eof": False,
+            **driver_options,
+            "bootstrap.servers": self.broker,
+        }
+        self._driver_options = driver_options
+        self._topic_props = {**topic_options, "auto.offset.reset": self.on_offset_out_of_range}
+        # librdkafka is the validator of its properties: refuse bad ones now, not at start().
+        lib.rd_kafka_conf_destroy(_binding.new_conf(self._props))
+        _binding.validate_topic_options(self._topic_props)
+
+        if offset_store is None:
+            if offset_directory is None:
+                raise TypeError("offset_directory is required (or give offset_store=)")
+            self.offset_directory = offsets.ensure_directory(offset_directory)
+            self._store: Any = offsets.FileOffsetStore(self.offset_directory, self.topic)
+        else:
+            for method in ("read", "commit"):
+                if not callable(getattr(offset_store, method, None)):
+                    raise TypeError(f"offset_store must have read(partitions) and commit(offsets) "
+                                    f"methods; {type(offset_store).__name__} has no {method}()")
+            self.offset_directory = (offsets.ensure_directory(offset_directory)
+                                     if offset_directory is not None else None)
+            self._store = offset_store
+
+        self._state = "new"        # new -> running -> stopping -> closed
+        self._mode: str | None = None
+        self._state_lock = threading.RLock()
+        self._stop_event = threading.Event()
+        self._closed_event = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._queue: queue.Queue[Batch] = queue.Queue(_QUEUE_DEPTH)
+        self._in_flight = threading.BoundedSemaphore(_MAX_IN_FLIGHT)
+        self._tracker = _Tracker(commit_on_error, logger, self.topic)
+        self._error: KafkaError | None = None
+        self._client: _binding.Client | None = None
+        self._fetcher: Fetcher | None = None
+        self._lock: offsets.PartitionLock | None = None
+        self._committer: offsets.OffsetCommitter | None = None
+        self._threads: list[threading.Thread] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._expected: Any = None
+        self._fetched: dict[int, int] = {}
+        self._handed: dict[int, int] = {}
+        self.partitions: list[int] = []
+        self.partition_count: int | None = None
+        self.last_stats: stats.ConsumerStats | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> list[int]:
+        """Take the partition locks, resume from stored progress and begin delivering
+        batches to ``receive_callback`` on a background thread. Returns the owned partitions."""
+        if self._receive_callback is None:
+            raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
+        return self._open("callback")
+
+    def _open(self, mode: str) -> list[int]:
+        with self._state_lock:
+            if self._state != "new":
+                if self._state == "running":
+                    raise RuntimeError("this Consumer is already started")
+                raise ClosedError("this Consumer is stopped; make a new one")
+            try:
+                self._setup()
+            except BaseException:
+                self._teardown()
+                raise
+            self._mode = mode
+            self._state = "running"
+            self._spawn(self._fetch_loop, "fetch")
+            if mode == "callback":
+                self._spawn(self._deliver_loop, "deliver")
+            return list(self.partitions)
+
+    def _setup(self) -> None:
+        self._client = _binding.Client(
+            "consumer", self._props, self._topic_props, logger=self.logger,
+            on_stats=self._on_stats if self._stats_callback else None,
+            on_error=self._on_client_error)
+        count = self._client.partition_count(self.topic)
+        owned = slots.owned_partitions(count, self.num_workers, self.worker_slot, self.topic)
+        if self.offset_directory is not None:
+            self._lock = offsets.lock_partitions(self.offset_directory, self.topic, owned)
+            offsets.remove_temp_files(self.offset_directory, self.topic, owned)
+        bind = getattr(self._store, "bind", None)
+        if callable(bind):
+            bind(topic=self.topic, broker=self.broker, driver_options=self._driver_options,
+                 logger=self.logger)
+        stored = self._store.read(owned)
+        self._expected = ffi.new("int64_t[]", [-1] * count)
+        starts = {}
+        for p in owned:
+            last = stored.get(p)
+            if last is None:
+                starts[p] = (lib.RD_KAFKA_OFFSET_BEGINNING if self.start_offset == "earliest"
+                             else lib.RD_KAFKA_OFFSET_END)
+                continue
+            if not isinstance(last, int) or isinstance(last, bool) or last < -1:
+                raise ValueError(f"offset_store.read() gave {last!r} for partition {p}; "
+                                 "expected the last processed offset, an int >= -1")
+            starts[p] = last + 1
+            self._expected[p] = last + 1
+        self._committer = offsets.OffsetCommitter(self._store, self.logger,
+                                                  name=f"rdk-offsets-{self.topic}")
+        self._fetcher = Fetcher(self._client, self.topic, self.max_messages_per_callback)
+        self._fetched = dict.fromkeys(owned, 0)
+        self._handed = dict.fromkeys(owned, 0)
+        self.partition_count = count
+        self.partitions = owned
+        for p in owned:
+            self._fetcher.start(p, starts[p])
+        self.logger.info("consumer of %s owns partitions %s (slot %d of %d), starting at %s",
+                         self.topic, owned, self.worker_slot, self.num_workers,
+                         {p: stored[p] + 1 if p in stored else self.start_offset for p in owned})
+
+    def _spawn(self, target: Callable[[], None], what: str) -> threading.Thread:
+        t = threading.Thread(target=target, name=f"rdk-{what}-{self.topic}", daemon=True)
+        self._threads.append(t)
+        t.start()
+        return t
+
+    def run(self) -> None:
+        """``start()``, then block until ``stop()`` (from anywhere) or KeyboardInterrupt.
+
+        Raises the KafkaError that stopped the consumer, if one did (e.g. an out-of-range
+        offset with ``on_offset_out_of_range="error"``).
+        """
+        self.start()
+        try:
+            while not self._closed_event.wait(0.25):
+                pass
+        except KeyboardInterrupt:
+            self.stop()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop fetching, wait for in-flight callbacks and pending offset writes, close.
+
+        Returns within ``timeout`` even if a callback never returns (with a warning saying
+        so). Called from inside a callback, it only asks for the stop and returns; the
+        consumer finishes the stop once the callback has returned. Idempotent.
+        """
+        timeout = check_timeout(timeout)
+        current = threading.current_thread()
+        with self._state_lock:
+            if self._state == "new":
+                self._state = "closed"
+                self._closed_event.set()
+                return
+            if self._state == "closed":
+                return
+            self._stop_event.set()
+            self._running.set()
+            if current in self._own_threads():
+                if self._state == "running":
+                    threading.Thread(target=self.stop, args=(timeout,), daemon=True,
+                                     name=f"rdk-stop-{self.topic}").start()
+                return
+            first = self._state == "running"
+            self._state = "stopping"
+        if first:
+            self._finish(time.monotonic() + timeout, timeout)
+        else:
+            self._closed_event.wait(timeout)
+
+    def _own_threads(self) -> list[threading.Thread | None]:
+        own: list[threading.Thread | None] = [*self._threads, self._loop_thread]
+        if self._client is not None:
+            own.append(self._client._thread)
+        return own
+
+    def _finish(self, deadline: float, timeout: float) -> None:
+        reserve = min(2.0, timeout * 0.2)  # keep time to store offsets of settled batches
+        current = threading.current_thread()
+        try:
+            for t in self._threads:
+                if t is not current:
+                    # the fetch thread never blocks long (one fetch call, a queue put)
+                    least = 1.0 if t.name.startswith("rdk-fetch") else 0.0
+                    t.join(max(least, deadline - reserve - time.monotonic()))
+            stuck = [t for t in self._threads if t.is_alive() and t is not current]
+            if stuck:
+                self._warn(f"receive_callback has not returned within stop(timeout={timeout}); "
+                           "stopping without it (its batch's offsets are not recorded)")
+            if not self._tracker.wait_settled(deadline - reserve - time.monotonic()):
+                self._warn(f"{self._tracker.unsettled} batch(es) still in flight at "
+                           f"stop(timeout={timeout}); their offsets are not recorded")
+            self._tracker.close()
+            committer = self._committer
+            if committer is not None and not committer.close(max(0.0, deadline - time.monotonic())):
+                self._warn(f"offsets {committer.pending} were not stored within "
+                           f"stop(timeout={timeout}): {committer.last_error}")
+        finally:
+            self._teardown()
+            with self._state_lock:
+                self._state = "closed"
+            self._closed_event.set()
+
+    def _warn(self, text: str) -> None:
+        self.logger.warning("consumer of %s: %s", self.topic, text)
+        warnings.warn(text, RuntimeWarning, stacklevel=3)
+
+    def _teardown(self) -> None:
+        """Free C objects, locks and the loop (after the threads that use them ended)."""
+        if self._loop is not None and self._user_loop is None:
+            import asyncio
+
+            loop, self._loop = self._loop, None
+
+            def shutdown() -> None:
+                for task in asyncio.all_tasks(loop):
+                    task.cancel()
+                loop.stop()
+
+            loop.call_soon_threadsafe(shutdown)
+            if self._loop_thread is not None and self._loop_thread is not threading.current_thread():
+                self._loop_thread.join(2.0)
+                if not self._loop_thread.is_alive():
+                    loop.close()
+        fetch_alive = any(t.is_alive() and t.name.startswith("rdk-fetch") for t in self._threads)
+        if self._fetcher is not None and not fetch_alive:
+            self._fetcher.close()
+            self._fetcher = None
+        if self._committer is not None:
+            self._committer.close(0)
+        close = getattr(self._store, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:
+                self.logger.exception("offset_store.close() failed")
+        if self._client is not None and not fetch_alive:
+            self._client.close()
+            self._client = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def close(self) -> None:
+        """Same as ``stop()``."""
+        self.stop()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def closed(self) -> bool:
+        return self._state == "closed"
+
+    @property
+    def error(self) -> KafkaError | None:
+        """The KafkaError that stopped the consumer, if any."""
+        return self._error
+
+    # ---- flow control ---------------------------------------------------------------
+    def pause(self) -> None:
+        """Stop deliveries and fetching of the owned partitions (librdkafka's pause), so
+        memory stays bounded. Callable from ``receive_callback`` and from any thread."""
+        self._pause_resume(True)
+
+    def resume(self) -> None:
+        """Restart fetching and deliveries after ``pause()``."""
+        self._pause_resume(False)
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def _pause_resume(self, pause: bool) -> None:
+        with self._state_lock:
+            if self._state in ("stopping", "closed"):
+                raise ClosedError("this Consumer is stopped")
+            if pause:
+                self._running.clear()
+            if self._client is not None and self.partitions:
+                tpl = ffi.gc(lib.rd_kafka_topic_partition_list_new(len(self.partitions)),
+                             lib.rd_kafka_topic_partition_list_destroy)
+                for p in self.partitions:
+                    lib.rd_kafka_topic_partition_list_add(tpl, self.topic.encode(), p)
+                fn = lib.rd_kafka_pause_partitions if pause else lib.rd_kafka_resume_partitions
+                _binding.check(fn(self._client.rk, tpl), "pause" if pause else "resume")
+            if not pause:
+                self._running.set()
+
+    # ---- fetching ------------------------------------------------------------------
+    def _fetch_loop(self) -> None:
+        fetcher, q, stop = self._fetcher, self._queue, self._stop_event
+        fetched = self._fetched
+        try:
+            while not stop.is_set():
+                b = fetcher.fetch(_FETCH_TIMEOUT_MS)
+                if b.n == 0:
+                    continue
+                batch = self._convert(b)
+                if batch is None:
+                    continue
+                for p, _first, _last, count in batch._parts:
+                    fetched[p] += count
+                while True:
+                    try:
+                        q.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        if stop.is_set():
+                            return
+        except BaseException as e:  # a bug or out of memory: say so and stop, never hang
+            self.logger.exception("consumer of %s: fetch thread failed", self.topic)
+            self._fail(e if isinstance(e, KafkaError) else
+                       KafkaError(ERROR_CODES["_FAIL"], f"fetch thread failed: {e!r}",
+                                  context=self.topic))
+
+    def _convert(self, b: Any) -> Batch | None:
+        """The C batch as Message tuples, built with map/zip (no Python code per message)."""
+        n = b.n
+        if b.n_errors:
+            self._handle_errors(b)
+            if b.n_errors == n:
+                return None
+        values: list[Any] = _slices(b.values, b.value_offsets, n)
+        if self.decode:
+            values = list(map(str, values, repeat("utf-8"), repeat("replace")))
+        if b.value_nulls:
+            for i in _null_indices(b.value_valid, n):
+                values[i] = None
+        if b.key_nulls == n:
+            keys: Any = repeat(None)
+        else:
+            keys = _slices(b.keys, b.key_offsets, n)
+            if b.key_nulls:
+                for i in _null_indices(b.key_valid, n):
+                    keys[i] = None
+        headers = self._headers(b, n) if b.n_headers else repeat(None)
+        timestamps = ffi.unpack(b.timestamp, n)
+        kinds = ffi.buffer(b.timestamp_type, n)[:]
+        if b"\x00" in kinds:
+            timestamps = [None if k == 0 else t for k, t in zip(kinds, timestamps)]
+        np = b.n_parts
+        part_ids = ffi.unpack(b.part_id, np)
+        parts_col: Any = repeat(part_ids[0]) if np == 1 and not b.n_errors else ffi.unpack(b.partition, n)
+        messages = list(map(tuple.__new__, repeat(Message),
+                            zip(values, keys, headers, timestamps, repeat(self.topic),
+                                parts_col, ffi.unpack(b.offset, n))))
+        if b.n_errors:
+            messages = [m for m, e in zip(messages, ffi.unpack(b.err, n)) if not e]
+        reps = ffi.new("int64_t[2]")
+        lib.rdk_batch_track(b, self._expected, self.partition_count, reps, reps + 1)
+        parts = list(zip(part_ids, ffi.unpack(b.part_first, np), ffi.unpack(b.part_last, np),
+                         ffi.unpack(b.part_count, np)))
+        return Batch(messages, int(reps[0]), int(reps[1]), self.topic, parts, self)
+
+    def _headers(self, b: Any, n: int) -> list[Any]:
+        nh = b.n_headers
+        names = [s.decode("utf-8", "replace")
+                 for s in _slices(b.header_names, b.header_name_offsets, nh)]
+        hvalues: list[Any] = _slices(b.header_values, b.header_value_offsets, nh)
+        for i in _null_indices(b.header_value_valid, nh):
+            hvalues[i] = None
+        index = ffi.unpack(b.header_index, n + 1)
+        pairs = list(zip(names, hvalues))
+        return [pairs[a:z] if z > a else None for a, z in zip(index, islice(index, 1, None))]
+
+    def _handle_errors(self, b: Any) -> None:
+        for i in range(b.n):
+            code = b.err[i]
+            if not code or code == _PARTITION_EOF:
+                continue
+            p, offset, text = int(b.partition[i]), int(b.offset[i]), error_text(b, i)
+            err = KafkaError(code, text, context=f"consume {self.topic}[{p}] at offset {offset}")
+            if code in _FATAL_FETCH_ERRORS:
+                self._fail(err)
+            else:
+                self.logger.warning("consumer of %s: %s", self.topic, err)
+
+    def _fail(self, err: KafkaError) -> None:
+        """A fatal error: remember it; callback mode logs it and stops the consumer."""
+        with self._state_lock:
+            if self._error is not None:
+                return
+            self._error = err
+        if self._mode == "callback":
+            self.logger.error("consumer of %s stops: %s (on_offset_out_of_range=%r)",
+                              self.topic, err, self.on_offset_out_of_range)
+            self._stop_event.set()
+            threading.Thread(target=self.stop, daemon=True, name=f"rdk-stop-{self.topic}").start()
+
+    # ---- delivering ------------------------------------------------------------------
+    def _deliver_loop(self) -> None:
+        q, stop, running = self._queue, self._stop_event, self._running
+        while True:
+            try:
+                batch = q.get(timeout=0.1)
+            except queue.Empty:
+                if stop.is_set():
+                    return
+                continue
+            while not running.is_set() and not stop.is_set():
+                running.wait(0.1)
+            while not stop.is_set() and not self._in_flight.acquire(timeout=0.1):
+                pass
+            if stop.is_set():
+                return
+            self._hand(batch)
+            self._dispatch(batch)
+
+    def _hand(self, batch: Batch) -> None:
+        handed = self._handed
+        for p, _first, _last, count in batch._parts:
+            handed[p] += count
+        self._tracker.add(batch)
+
+    def _dispatch(self, batch: Batch) -> None:
+        try:
+            result = self._receive_callback(batch)
+        except Exception:
+            self.logger.exception("receive_callback raised on %r", batch)
+            self._settle(batch, False)
+            return
+        if result is None:
+            self._settle(batch, True)
+        elif isinstance(result, concurrent.futures.Future):
+            result.add_done_callback(partial(self._future_done, batch))
+        elif hasattr(result, "__await__"):
+            import asyncio
+
+            try:
+                fut = asyncio.run_coroutine_threadsafe(_await(result), self._ensure_loop())
+            except Exception:
+                self.logger.exception("cannot run the awaitable receive_callback returned")
+                self._settle(batch, False)
+                return
+            fut.add_done_callback(partial(self._future_done, batch))
+        else:
+            self._settle(batch, True)
+
+    def _future_done(self, batch: Batch, fut: concurrent.futures.Future) -> None:
+        if fut.cancelled():
+            self.logger.error("the future for %r was cancelled", batch)
+            self._settle(batch, False)
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self.logger.error("processing %r failed", batch, exc_info=exc)
+        self._settle(batch, exc is None)
+
+    def _settle(self, batch: Batch, ok: bool) -> None:
+        was_pending, record = self._tracker.settle(batch, ok)
+        if not was_pending:
+            return
+        if record and self._committer is not None:
+            self._committer.record(record)
+        if self._mode == "callback":
+            self._in_flight.release()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._user_loop is not None:
+            return self._user_loop
+        import asyncio
+
+        with self._state_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                self._loop_thread = threading.Thread(target=loop.run_forever, daemon=True,
+                                                     name=f"rdk-asyncio-{self.topic}")
+                self._loop = loop
+                self._loop_thread.start()
+            return self._loop
+
+    # ---- iterator interface ------------------------------------------------------------
+    def batches(self, timeout: float | None = None) -> Iterator[Batch]:
+        """Yield batches for scripts: ``for batch in consumer.batches(timeout=5): ...``.
+
+        Starts the consumer if needed (no receive_callback required). A batch's offsets are
+        recorded on ``batch.commit()`` or when the next batch is requested. Ends when no
+        batch arrives within ``timeout`` seconds (None: wait forever) or after ``stop()``;
+        raises the KafkaError that stopped fetching, if any.
+        """
+        if timeout is not None:
+            timeout = check_timeout(timeout)
+        with self._state_lock:
+            if self._state == "new":
+                self._open("iterator")
+            elif self._mode != "iterator":
+                raise RuntimeError("batches() cannot be used after start(); receive_callback "
+                                   "already receives the batches")
+        return self._iterate(timeout)
+
+    def _iterate(self, timeout: float | None) -> Iterator[Batch]:
+        q, stop = self._queue, self._stop_event
+        prev: Batch | None = None
+        while True:
+            if prev is not None:
+                prev.commit()
+                prev = None
+            if self._error is not None:
+                raise self._error
+            deadline = None if timeout is None else time.monotonic() + timeout
+            batch = None
+            while batch is None:
+                if stop.is_set():
+                    return
+                if self._error is not None:
+                    raise self._error
+                left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+                if left <= 0:
+                    return
+                if not self._running.is_set():
+                    self._running.wait(left)
+                    continue
+                try:
+                    batch = q.get(timeout=left)
+                except queue.Empty:
+                    continue
+            self._hand(batch)
+            prev = batch
+            yield batch
+
+    # ---- stats and errors ------------------------------------------------------------
+    def _on_stats(self, rdkafka_stats: dict) -> None:
+        owned = self.partitions
+        expected = self._expected
+        info = stats.consumer_stats(
+            rdkafka_stats, self.topic, owned,
+            buffered={p: self._fetched[p] - self._handed[p] for p in owned},
+            next_offsets={p: int(expected[p]) for p in owned} if expected is not None else None,
+        )
+        self.last_stats = info
+        if self._stats_callback is not None:
+            self._stats_callback(info)
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.fatal:
+            self.logger.error("consumer of %s: fatal librdkafka error: %s", self.topic, err)
+            self._fail(err)
+        else:
+            self.logger.warning("consumer of %s: %s", self.topic, err)
+
+    def __repr__(self) -> str:
+        return (f"<rdk.Consumer {self.topic} slot {self.worker_slot}/{self.num_workers} "
+                f"{self._state} partitions={self.partitions}>")

@@ -1,0 +1,551 @@
+"""Where a consumer keeps its progress: kafka-native's offset files, and other stores.
+
+Offset files (kafka-native's format, so its directories carry over): one file per
+topic-partition, ``<offset_directory>/<topic>-<partition>.offset``, holding the last
+processed offset as decimal text and a newline. A consumer resumes at stored + 1.
+
+This module is the only writer of offset files. Writes are atomic (a temp file in the same
+directory, fsync, rename, fsync of the directory), so a crash at any moment leaves either
+the old or the new value. A consumer holds an exclusive lock per owned partition
+(``.<topic>-<partition>.lock``, taken with ``flock``) while it runs; :func:`is_locked`
+lets tools such as ``rdk offsets set`` refuse to write under a running consumer.
+
+Any object with ``read(partitions) -> {partition: last_processed}`` and
+``commit({partition: last_processed})`` can keep progress instead (:class:`OffsetStore`);
+:class:`BrokerOffsetStore` commits it to Kafka's group coordinator.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import itertools
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from .errors import KafkaError, LockedError, OffsetFileError
+from .validate import check_int, check_topic_name
+
+__all__ = [
+    "BrokerOffsetStore",
+    "FileOffsetStore",
+    "OffsetCommitter",
+    "OffsetFile",
+    "OffsetStore",
+    "PartitionLock",
+    "ensure_directory",
+    "is_locked",
+    "list_offset_files",
+    "lock_partitions",
+    "offset_file_path",
+    "read_offset_file",
+    "remove_temp_files",
+    "write_offset_file",
+    "write_offset_files",
+]
+
+SUFFIX = ".offset"
+_NUMBER = re.compile(rb"^\s*(-?[0-9]+)\s*$")
+_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>[0-9]+)\.offset$")
+_tmp_counter = itertools.count()
+
+
+# ---- paths -------------------------------------------------------------------------
+
+
+def _check_partition(partition: Any) -> int:
+    return check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
+
+
+def offset_file_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.offset``; the topic must be a legal Kafka name (no path tricks)."""
+    check_topic_name(topic)
+    return f"{topic}-{_check_partition(partition)}{SUFFIX}"
+
+
+def offset_file_path(directory: str | os.PathLike, topic: str, partition: int) -> Path:
+    """The offset file of ``topic``/``partition`` in ``directory``."""
+    return Path(directory) / offset_file_name(topic, partition)
+
+
+def _lock_file_path(directory: str | os.PathLike, topic: str, partition: int) -> Path:
+    check_topic_name(topic)
+    return Path(directory) / f".{topic}-{_check_partition(partition)}.lock"
+
+
+def _temp_prefix(name: str) -> str:
+    return f".{name}."
+
+
+# ---- reading ----------------------------------------------------------------------
+
+
+def parse_offset_text(data: bytes | str, path: str | os.PathLike = "<offset file>") -> int:
+    """The offset in an offset file's content; OffsetFileError naming ``path`` if it is not one.
+
+    Accepts a decimal integer >= -1 with surrounding whitespace (kafka-native wrote it with
+    or without a newline). -1 means nothing processed yet. Empty content is an error, never 0.
+    """
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if not raw.strip():
+        raise OffsetFileError(f"offset file {os.fspath(path)!s} is empty; expected the last "
+                              "processed offset as decimal text")
+    m = _NUMBER.match(raw)
+    if not m or int(m.group(1)) < -1:
+        shown = raw[:40].decode("ascii", "backslashreplace")
+        raise OffsetFileError(f"offset file {os.fspath(path)!s} is corrupt: {shown!r} is not an "
+                              "offset (a decimal integer >= -1)")
+    return int(m.group(1))
+
+
+def read_offset_file(path: str | os.PathLike) -> int | None:
+    """The last processed offset stored in ``path``; None if the file does not exist."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(4096)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise OffsetFileError(f"offset file {os.fspath(path)!s} cannot be read: {e}") from e
+    return parse_offset_text(data, path)
+
+
+class OffsetFile(NamedTuple):
+    """One offset file found by :func:`list_offset_files`."""
+
+    topic: str
+    partition: int
+    path: Path
+
+
+def list_offset_files(directory: str | os.PathLike, topic: str | None = None) -> list[OffsetFile]:
+    """The offset files in ``directory`` (optionally of one topic), sorted by topic, partition."""
+    found = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        m = _FILE_NAME.match(name)
+        if not m or (topic is not None and m.group("topic") != topic):
+            continue
+        found.append(OffsetFile(m.group("topic"), int(m.group("partition")), Path(directory) / name))
+    found.sort(key=lambda f: (f.topic, f.partition))
+    return found
+
+
+# ---- writing ----------------------------------------------------------------------
+
+
+def ensure_directory(directory: str | os.PathLike) -> Path:
+    """Create ``directory`` if missing and prove it writable; OffsetFileError otherwise."""
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"offset_directory must be a str or path, got {type(directory).__name__}")
+    path = Path(directory)
+    if not str(directory):
+        raise ValueError("offset_directory must not be empty")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".rdk-write-probe.{os.getpid()}.{next(_tmp_counter)}"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OffsetFileError(f"offset_directory {os.fspath(directory)!s} is not writable: {e}") from e
+    return path
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mapping[int, int]) -> None:
+    """Atomically replace several offset files of ``topic`` (one directory fsync for all).
+
+    Each file: a temp file in the same directory is written and fsynced, then renamed over
+    the offset file; finally the directory is fsynced. A crash leaves old or new values only.
+    """
+    directory = Path(directory)
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for partition, offset in offsets.items():
+            name = offset_file_name(topic, partition)
+            check_int(offset, f"offset of partition {partition}", minimum=-1)
+            tmp = directory / f"{_temp_prefix(name)}{os.getpid()}-{next(_tmp_counter)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            staged.append((tmp, directory / name))
+            try:
+                os.write(fd, b"%d\n" % offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for tmp, final in staged:
+            os.replace(tmp, final)
+        staged.clear()
+        _fsync_directory(directory)
+    except OSError as e:
+        raise OffsetFileError(f"cannot write offsets of topic {topic!r} in {directory}: {e}") from e
+    finally:
+        for tmp, _ in staged:  # only on failure: do not leave temp files behind
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def write_offset_file(directory: str | os.PathLike, topic: str, partition: int, offset: int) -> None:
+    """Atomically store ``offset`` as the last processed offset of ``topic``/``partition``."""
+    write_offset_files(directory, topic, {partition: offset})
+
+
+def remove_temp_files(directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> int:
+    """Delete temp files a killed writer left for these partitions; returns how many.
+
+    Call it only while holding the partitions' locks (then no writer is active).
+    """
+    directory = Path(directory)
+    prefixes = tuple(_temp_prefix(offset_file_name(topic, p)) for p in partitions)
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return 0
+    for name in names:
+        if name.endswith(".tmp") and name.startswith(prefixes):
+            try:
+                os.unlink(directory / name)
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+# ---- locks -------------------------------------------------------------------------
+
+
+def _holder_pid(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return f" (pid {text})" if text.isdigit() else ""
+    except OSError:
+        return ""
+
+
+class PartitionLock:
+    """Exclusive locks on the offset files of some partitions of a topic (``flock``).
+
+    The lock files stay in place (removing them would race with other lockers); the lock
+    is held by the open file, so it ends with ``release()`` or with the process.
+    """
+
+    def __init__(self, directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> None:
+        self.directory = Path(directory)
+        self.topic = check_topic_name(topic)
+        self.partitions = sorted(set(partitions))
+        self._fds: list[int] = []
+        try:
+            for p in self.partitions:
+                path = _lock_file_path(self.directory, topic, p)
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                except OSError as e:
+                    raise OffsetFileError(f"cannot open lock file {path}: {e}") from e
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as e:
+                    holder = _holder_pid(fd)
+                    os.close(fd)
+                    if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        raise LockedError(
+                            f"partition {p} of topic {topic!r} in offset directory {self.directory} "
+                            f"is in use by another consumer{holder}; two consumers must not own "
+                            "the same partitions"
+                        ) from None
+                    raise OffsetFileError(f"cannot lock {path}: {e}") from e
+                self._fds.append(fd)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+        except BaseException:
+            self.release()
+            raise
+
+    @property
+    def held(self) -> bool:
+        return bool(self._fds) or not self.partitions
+
+    def release(self) -> None:
+        """Give the locks up (idempotent)."""
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> PartitionLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_partitions(directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> PartitionLock:
+    """Lock the partitions' offset files (LockedError if another consumer has any of them)."""
+    return PartitionLock(directory, topic, partitions)
+
+
+def is_locked(directory: str | os.PathLike, topic: str, partition: int) -> bool:
+    """True while a consumer (in any process, this one included) holds the partition's lock."""
+    path = _lock_file_path(directory, topic, partition)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return True
+        raise
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+# ---- stores ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class OffsetStore(Protocol):
+    """Keeps a consumer's progress: the last processed offset per partition.
+
+    Optional hooks a Consumer calls when present: ``bind(topic=, broker=, driver_options=,
+    logger=)`` before the first ``read`` and ``close()`` when it stops. ``commit`` is called
+    from one thread at a time (the consumer's committer thread), never concurrently.
+    """
+
+    def read(self, partitions: Sequence[int]) -> dict[int, int]:
+        """``{partition: last_processed_offset}`` for the partitions that have one."""
+        ...
+
+    def commit(self, offsets: Mapping[int, int]) -> None:
+        """Durably store ``{partition: last_processed_offset}``."""
+        ...
+
+
+class FileOffsetStore:
+    """kafka-native's offset files for one topic in ``directory`` (the Consumer's default)."""
+
+    def __init__(self, directory: str | os.PathLike, topic: str) -> None:
+        self.topic = check_topic_name(topic)
+        self.directory = ensure_directory(directory)
+
+    def read(self, partitions: Sequence[int]) -> dict[int, int]:
+        found = {}
+        for p in partitions:
+            value = read_offset_file(offset_file_path(self.directory, self.topic, p))
+            if value is not None:
+                found[p] = value
+        return found
+
+    def commit(self, offsets: Mapping[int, int]) -> None:
+        write_offset_files(self.directory, self.topic, offsets)
+
+    def __repr__(self) -> str:
+        return f"FileOffsetStore({str(self.directory)!r}, {self.topic!r})"
+
+
+class BrokerOffsetStore:
+    """Progress committed to Kafka's group coordinator (OffsetCommit / OffsetFetch).
+
+    ``BrokerOffsetStore(group_id)`` given as a Consumer's ``offset_store`` commits the same
+    progress the offset files would hold, under consumer group ``group_id``, while rdk keeps
+    assigning partitions by worker slot (the group is never joined). Kafka stores the *next*
+    offset to read; this store converts to and from kafka-native's last-processed offsets.
+    Used alone, give ``broker`` and ``topic``.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        *,
+        broker: str | None = None,
+        topic: str | None = None,
+        driver_options: Mapping[str, Any] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"group_id must be a non-empty str, got {group_id!r}")
+        self.group_id = group_id
+        self.timeout = float(timeout)
+        self._client: Any = None
+        self.topic: str | None = None
+        if broker is not None or topic is not None:
+            if broker is None or topic is None:
+                raise TypeError("BrokerOffsetStore: give both broker and topic, or neither")
+            self.bind(topic=topic, broker=broker, driver_options=driver_options)
+
+    def bind(self, *, topic: str, broker: str, driver_options: Mapping[str, Any] | None = None,
+             logger: logging.Logger | None = None) -> None:
+        """Connect to ``broker`` for ``topic`` (the Consumer calls this at start())."""
+        from . import _binding
+        from .validate import check_broker
+
+        check_broker(broker)
+        check_topic_name(topic)
+        if self._client is not None:
+            if topic != self.topic:
+                raise ValueError(f"this BrokerOffsetStore is bound to topic {self.topic!r}, not {topic!r}")
+            return
+        props = {**dict(driver_options or {}), "bootstrap.servers": broker, "group.id": self.group_id,
+                 "enable.auto.commit": False, "enable.auto.offset.store": False}
+        self._client = _binding.Client("consumer", props, logger=logger)
+        self.topic = topic
+
+    def _partition_list(self, items: Iterable[tuple[int, int]]) -> Any:
+        from ._binding import ffi, lib
+
+        parts = list(items)
+        tpl = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(1, len(parts))),
+                     lib.rd_kafka_topic_partition_list_destroy)
+        for p, offset in parts:
+            elem = lib.rd_kafka_topic_partition_list_add(tpl, self.topic.encode(), p)
+            elem.offset = offset
+        return tpl
+
+    def _check_elems(self, tpl: Any, what: str) -> None:
+        for i in range(tpl.cnt):
+            e = tpl.elems[i]
+            if e.err:
+                raise KafkaError(e.err, context=f"{what} {self.topic}[{e.partition}] for group {self.group_id!r}")
+
+    def read(self, partitions: Sequence[int]) -> dict[int, int]:
+        from ._binding import check, lib
+
+        if self._client is None:
+            raise RuntimeError("BrokerOffsetStore is not bound to a broker and topic")
+        tpl = self._partition_list((p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
+        check(lib.rd_kafka_committed(self._client.rk, tpl, int(self.timeout * 1000)),
+              f"committed offsets of group {self.group_id!r}")
+        self._check_elems(tpl, "committed offset of")
+        return {int(tpl.elems[i].partition): int(tpl.elems[i].offset) - 1
+                for i in range(tpl.cnt) if tpl.elems[i].offset >= 0}
+
+    def commit(self, offsets: Mapping[int, int]) -> None:
+        from ._binding import check, lib
+
+        if self._client is None:
+            raise RuntimeError("BrokerOffsetStore is not bound to a broker and topic")
+        if not offsets:
+            return
+        tpl = self._partition_list((p, last + 1) for p, last in offsets.items())
+        check(lib.rd_kafka_commit(self._client.rk, tpl, 0), f"commit offsets for group {self.group_id!r}")
+        self._check_elems(tpl, "commit of")
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __repr__(self) -> str:
+        return f"BrokerOffsetStore({self.group_id!r})"
+
+
+# ---- committer ---------------------------------------------------------------------
+
+
+class OffsetCommitter:
+    """A thread that hands recorded offsets to a store: one commit in flight, newer values coalesce.
+
+    ``record({p: offset})`` never blocks on I/O. A failing commit is logged and retried
+    (the values stay pending, newer ones replace them) until ``close()``.
+    """
+
+    RETRY_SECONDS = 0.5
+
+    def __init__(self, store: Any, logger: logging.Logger, name: str = "rdk-offsets") -> None:
+        self.store = store
+        self.logger = logger
+        self.committed: dict[int, int] = {}
+        self.last_error: BaseException | None = None
+        self._pending: dict[int, int] = {}
+        self._writing = False
+        self._closing = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def record(self, offsets: Mapping[int, int]) -> None:
+        if not offsets:
+            return
+        with self._cond:
+            if self._closing and not self._thread.is_alive():
+                return
+            self._pending.update(offsets)
+            self._cond.notify_all()
+
+    @property
+    def pending(self) -> dict[int, int]:
+        with self._cond:
+            return dict(self._pending)
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while not self._pending and not self._closing:
+                    cond.wait()
+                if not self._pending:
+                    return
+                batch, self._pending = self._pending, {}
+                self._writing = True
+            ok = False
+            try:
+                self.store.commit(batch)
+                ok = True
+            except Exception as e:  # noqa: BLE001 - keep the values and retry; never lose the thread
+                self.last_error = e
+                self.logger.error("could not store offsets %s: %s (will retry)", batch, e)
+            with cond:
+                self._writing = False
+                if ok:
+                    self.committed.update(batch)
+                    self.last_error = None
+                else:
+                    for p, v in batch.items():
+                        self._pending.setdefault(p, v)
+                cond.notify_all()
+                if not ok:
+                    cond.wait(self.RETRY_SECONDS)
+                    if self._closing and self._give_up:
+                        return
+
+    _give_up = False
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything recorded is committed; False if ``timeout`` passed first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending and not self._writing, timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Commit what is pending (up to ``timeout``), then end the thread. True if all was stored."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        done = self.flush(timeout)
+        with self._cond:
+            self._give_up = True
+            self._cond.notify_all()
+        self._thread.join(0 if not done else timeout)
+        return done

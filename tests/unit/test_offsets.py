@@ -1,0 +1,252 @@
+"""Offset files (kafka-native's format), atomic writes, locks and the coalescing committer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rdk import offsets
+from rdk.errors import LockedError, OffsetFileError
+from rdk.offsets import (
+    FileOffsetStore,
+    OffsetCommitter,
+    is_locked,
+    list_offset_files,
+    lock_partitions,
+    offset_file_path,
+    parse_offset_text,
+    read_offset_file,
+    write_offset_file,
+    write_offset_files,
+)
+
+
+def test_file_name_is_topic_dash_partition_dot_offset(tmp_path):
+    assert offset_file_path(tmp_path, "orders.v2", 7) == tmp_path / "orders.v2-7.offset"
+
+
+def test_write_stores_decimal_text_and_newline_exactly(tmp_path):
+    write_offset_file(tmp_path, "t", 0, 12345)
+    assert (tmp_path / "t-0.offset").read_bytes() == b"12345\n"
+    assert read_offset_file(tmp_path / "t-0.offset") == 12345
+
+
+@pytest.mark.parametrize("content,expected", [(b"41\n", 41), (b"41", 41), (b" 7 \r\n", 7), (b"-1\n", -1),
+                                              (b"9223372036854775806\n", 9223372036854775806)])
+def test_kafka_native_files_parse_with_or_without_newline(tmp_path, content, expected):
+    (tmp_path / "t-3.offset").write_bytes(content)
+    assert read_offset_file(tmp_path / "t-3.offset") == expected
+
+
+def test_missing_file_reads_as_none_not_zero(tmp_path):
+    assert read_offset_file(tmp_path / "t-0.offset") is None
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"   "])
+def test_empty_file_is_an_error_naming_the_file_never_offset_zero(tmp_path, content):
+    path = tmp_path / "t-1.offset"
+    path.write_bytes(content)
+    with pytest.raises(OffsetFileError, match="empty") as ei:
+        read_offset_file(path)
+    assert str(path) in str(ei.value)
+
+
+@pytest.mark.parametrize("content", [b"abc", b"12x\n", b"-2\n", b"1.5\n", b"0x10", b"1 2", b"\x00\x00"])
+def test_corrupt_file_is_an_error_naming_the_file(tmp_path, content):
+    path = tmp_path / "t-1.offset"
+    path.write_bytes(content)
+    with pytest.raises(OffsetFileError, match="corrupt") as ei:
+        read_offset_file(path)
+    assert str(path) in str(ei.value)
+
+
+@given(st.binary(max_size=64))
+def test_parser_returns_an_offset_or_raises_offset_file_error(data):
+    try:
+        value = parse_offset_text(data, "f")
+    except OffsetFileError:
+        return
+    assert isinstance(value, int) and value >= -1
+
+
+@given(st.integers(min_value=-1, max_value=2**63 - 1))
+def test_every_offset_round_trips(value):
+    assert parse_offset_text(b"%d\n" % value) == value
+
+
+@pytest.mark.parametrize("topic", ["../escape", "a/b", "..", ".", "", "x" * 250, "bad name", "t\x00"])
+def test_topic_names_that_could_escape_the_directory_are_rejected(tmp_path, topic):
+    with pytest.raises(ValueError):
+        offset_file_path(tmp_path, topic, 0)
+    with pytest.raises(ValueError):
+        write_offset_file(tmp_path, topic, 0, 1)
+    with pytest.raises(ValueError):
+        FileOffsetStore(tmp_path, topic)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_negative_partition_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="partition"):
+        offset_file_path(tmp_path, "t", -1)
+
+
+def test_list_offset_files_splits_at_the_last_dash_and_skips_other_files(tmp_path):
+    write_offset_files(tmp_path, "my-topic-2", {7: 1, 10: 2})
+    write_offset_file(tmp_path, "other", 0, 5)
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / ".my-topic-2-7.lock").write_text("")
+    (tmp_path / ".my-topic-2-7.offset.99-1.tmp").write_text("")
+    found = [(f.topic, f.partition) for f in list_offset_files(tmp_path)]
+    assert found == [("my-topic-2", 7), ("my-topic-2", 10), ("other", 0)]
+    assert [(f.topic, f.partition) for f in list_offset_files(tmp_path, "other")] == [("other", 0)]
+    assert list_offset_files(tmp_path / "missing") == []
+
+
+def test_directory_is_created_when_missing(tmp_path):
+    d = tmp_path / "a" / "b"
+    store = FileOffsetStore(d, "t")
+    assert d.is_dir() and store.read([0, 1]) == {}
+
+
+def test_unwritable_directory_raises_naming_it(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OffsetFileError, match="not writable") as ei:
+        FileOffsetStore(blocker / "offsets", "t")
+    assert str(blocker / "offsets") in str(ei.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_directory_raises(tmp_path):  # pragma: no cover - CI runs as root here
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o500)
+    with pytest.raises(OffsetFileError, match="not writable"):
+        FileOffsetStore(d, "t")
+
+
+def test_a_failed_write_leaves_no_temp_file_and_keeps_the_old_value(tmp_path):
+    write_offset_file(tmp_path, "t", 0, 5)
+    (tmp_path / "t-1.offset").mkdir()  # rename onto a directory fails
+    with pytest.raises(OffsetFileError, match="cannot write"):
+        write_offset_files(tmp_path, "t", {0: 6, 1: 7})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t-0.offset", "t-1.offset"]
+    assert read_offset_file(tmp_path / "t-0.offset") in (5, 6)
+
+
+def test_store_reads_and_commits_last_processed_offsets(tmp_path):
+    store = FileOffsetStore(tmp_path, "t")
+    store.commit({0: 10, 2: 20})
+    assert store.read([0, 1, 2]) == {0: 10, 2: 20}
+    assert isinstance(store, offsets.OffsetStore)
+
+
+# ---- locks ---------------------------------------------------------------------------
+
+
+def test_second_lock_on_the_same_partition_raises_locked_error_naming_it(tmp_path):
+    with lock_partitions(tmp_path, "t", [0, 2]):
+        with pytest.raises(LockedError, match="partition 2 of topic 't'") as ei:
+            lock_partitions(tmp_path, "t", [1, 2])
+        assert f"pid {os.getpid()}" in str(ei.value)
+        # the failed attempt released what it had taken
+        assert not is_locked(tmp_path, "t", 1)
+        with lock_partitions(tmp_path, "t", [1, 3]):  # other partitions are fine
+            assert is_locked(tmp_path, "t", 1)
+    assert not any(is_locked(tmp_path, "t", p) for p in range(4))
+
+
+def test_is_locked_sees_a_lock_held_by_another_process(tmp_path):
+    code = ("import sys; from rdk.offsets import lock_partitions\n"
+            f"l = lock_partitions({str(tmp_path)!r}, 't', [5])\n"
+            "print('locked', flush=True); sys.stdin.read()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        assert is_locked(tmp_path, "t", 5)
+        assert not is_locked(tmp_path, "t", 4)
+        with pytest.raises(LockedError, match=f"pid {proc.pid}"):
+            lock_partitions(tmp_path, "t", [5])
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+    assert not is_locked(tmp_path, "t", 5)  # the lock ends with its process
+
+
+def test_remove_temp_files_touches_only_the_given_partitions(tmp_path):
+    for name in (".t-0.offset.1-1.tmp", ".t-1.offset.1-2.tmp", ".u-0.offset.1-3.tmp", "t-0.offset"):
+        (tmp_path / name).write_text("1\n")
+    assert offsets.remove_temp_files(tmp_path, "t", [0]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".t-1.offset.1-2.tmp", ".u-0.offset.1-3.tmp", "t-0.offset"]
+
+
+# ---- committer ---------------------------------------------------------------------
+
+
+class GatedStore:
+    """A store whose commit waits for a gate, recording every call."""
+
+    def __init__(self):
+        self.calls = []
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.fail = 0
+
+    def read(self, partitions):
+        return {}
+
+    def commit(self, values):
+        self.entered.set()
+        self.gate.wait(10)
+        if self.fail:
+            self.fail -= 1
+            raise OSError("disk full")
+        self.calls.append(dict(values))
+
+
+def test_committer_keeps_one_commit_in_flight_and_coalesces_newer_values():
+    store = GatedStore()
+    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    try:
+        c.record({0: 1})
+        assert store.entered.wait(5)  # the first commit is in flight, blocked
+        c.record({0: 2, 1: 5})
+        c.record({0: 3})
+        store.gate.set()
+        assert c.flush(5)
+        assert store.calls == [{0: 1}, {0: 3, 1: 5}]
+        assert c.committed == {0: 3, 1: 5}
+    finally:
+        c.close(5)
+
+
+def test_committer_retries_a_failed_commit_and_reports_it(caplog):
+    store = GatedStore()
+    store.fail = 1
+    store.gate.set()
+    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c.RETRY_SECONDS = 0.01
+    try:
+        c.record({0: 4})
+        assert c.flush(5)
+        assert store.calls == [{0: 4}]
+        assert "disk full" in caplog.text
+    finally:
+        c.close(5)
+
+
+def test_committer_close_gives_up_on_time_when_the_store_hangs():
+    store = GatedStore()
+    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c.record({0: 1})
+    assert store.entered.wait(5)
+    assert c.close(0.2) is False
+    store.gate.set()

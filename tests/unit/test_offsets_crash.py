@@ -1,0 +1,89 @@
+"""Crash safety of offset files: a writer SIGKILLed at random moments never leaves a file
+that does not parse, never moves an offset backwards, and leaves no temp file behind once
+the next owner of the partitions starts."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from rdk.offsets import list_offset_files, lock_partitions, read_offset_file, remove_temp_files
+
+PARTITIONS = [0, 1, 2]
+KILLS = 20
+
+# Takes the partitions' locks (cleaning up a killed predecessor's temp files, as a
+# Consumer does), then records ever larger offsets through the committer as fast as it can.
+WRITER = """
+import itertools, logging, sys
+from rdk.offsets import FileOffsetStore, OffsetCommitter, lock_partitions, read_offset_file, \
+    remove_temp_files, offset_file_path
+d, topic, parts = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3].split(",")]
+lock = lock_partitions(d, topic, parts)
+remove_temp_files(d, topic, parts)
+store = FileOffsetStore(d, topic)
+start = max([read_offset_file(offset_file_path(d, topic, p)) or 0 for p in parts])
+committer = OffsetCommitter(store, logging.getLogger("writer"))
+print("ready", flush=True)
+for n in itertools.count(start + 1):
+    committer.record({p: n for p in parts})
+    if n % 50 == 0:
+        committer.flush()
+"""
+
+
+def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp_path):
+    rng = random.Random(4)
+    topic = "crash.topic"
+    seen = {p: -1 for p in PARTITIONS}
+    reads = 0
+    stop_reader = threading.Event()
+    reader_errors: list[BaseException] = []
+
+    def reader():  # reads files while they are being replaced: every read must parse
+        nonlocal reads
+        while not stop_reader.is_set():
+            for f in list_offset_files(tmp_path, topic):
+                try:
+                    assert read_offset_file(f.path) is not None
+                    reads += 1
+                except BaseException as e:  # noqa: BLE001 - reported below
+                    reader_errors.append(e)
+                    return
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    try:
+        for _ in range(KILLS):
+            proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), topic,
+                                     ",".join(map(str, PARTITIONS))],
+                                    stdout=subprocess.PIPE, text=True)
+            assert proc.stdout.readline().strip() == "ready"
+            time.sleep(rng.uniform(0.0, 0.05))  # a random moment, not a synchronisation
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            proc.stdout.close()
+            for p in PARTITIONS:
+                value = read_offset_file(tmp_path / f"{topic}-{p}.offset")
+                if value is None:  # killed before its first write
+                    assert seen[p] == -1
+                    continue
+                assert value >= seen[p], f"partition {p} went back from {seen[p]} to {value}"
+                seen[p] = value
+            temps = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+            assert len(temps) <= len(PARTITIONS), temps  # at most the killed writer's own
+    finally:
+        stop_reader.set()
+        t.join(10)
+    assert not reader_errors, reader_errors[0]
+    assert reads > 0
+    assert max(seen.values()) > 0, "the writer never stored anything"
+    # The next owner of the partitions cleans up what the last killed writer left.
+    with lock_partitions(tmp_path, topic, PARTITIONS):
+        remove_temp_files(tmp_path, topic, PARTITIONS)
+    assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []
