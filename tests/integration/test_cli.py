@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 
 import pytest
 
 import rdk
 from rdk import Admin, cli
-from rdk.offsets import lock_partitions, offset_file_path, read_offset_file, write_offset_file
+from rdk.offsets import (
+    list_offset_files,
+    lock_partitions,
+    offset_file_path,
+    read_offset_file,
+    write_offset_file,
+)
+from rdk.message import Message
+from rdk.producer import Producer
 
 PY = sys.executable
 
@@ -197,3 +210,229 @@ def test_offsets_show_reports_a_corrupt_file_by_name(tmp_path, capsys):
 def test_offsets_show_of_a_missing_directory_fails_clearly(tmp_path, capsys):
     assert cli.main(["offsets", "show", str(tmp_path / "nope")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+# ---- produce / consume against real brokers ------------------------------------------------------
+
+
+def frames(values) -> bytes:
+    return b"".join(cli.frame(v) for v in values)
+
+
+def test_binary_round_trip_through_produce_and_consume_is_byte_identical(broker, new_topic, tmp_path):
+    topic = new_topic(broker, 1)
+    values = [b"", b"\x00", b"\x00\xff\n\r\n\x00", bytes(range(256)) * 40, None, b"\n" * 7,
+              "héllo".encode(), os.urandom(5000)]
+    values += [os.urandom(i % 97) for i in range(300)]
+    data = frames(values)
+    (tmp_path / "in.bin").write_bytes(data)
+    r = rdk_cli("produce", "-b", broker.bootstrap_servers, "-t", topic, "--binary",
+                str(tmp_path / "in.bin"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode().startswith(f"sent {len(values)}, failed 0, ")
+    r = rdk_cli("consume", "-b", broker.bootstrap_servers, "-t", topic, "--offset-dir",
+                str(tmp_path / "off"), "--format", "raw", "--count", str(len(values)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == data
+    assert read_offset_file(offset_file_path(tmp_path / "off", topic, 0)) == len(values) - 1
+
+
+def test_produce_reads_stdin_lines_with_keys_to_one_partition(mock_cluster, tmp_path):
+    mock_cluster.create_topic("keyed", 3)
+    lines = b"k1:v1\nno key here\nk2:v:with:colons\n\nk3:\n"
+    r = rdk_cli("produce", "-b", mock_cluster.bootstrap_servers, "-t", "keyed", "-p", "2",
+                "--key-delimiter", ":", "-", input=lines)
+    assert r.returncode == 0, r.stderr
+    assert b"sent 5, failed 0" in r.stderr
+    r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "keyed", "--offset-dir",
+                str(tmp_path), "--format", "json", "--count", "5")
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(line) for line in r.stdout.decode().splitlines()]
+    assert [(m["partition"], m["offset"]) for m in got] == [(2, i) for i in range(5)]
+    assert [(m["key"], m["value"]) for m in got] == [
+        ("k1", "v1"), (None, "no key here"), ("k2", "v:with:colons"), (None, ""), ("k3", "")]
+    assert all(m["topic"] == "keyed" and isinstance(m["timestamp"], int) for m in got)
+
+
+def test_json_format_shows_binary_bytes_as_base64(mock_cluster, tmp_path):
+    mock_cluster.create_topic("bin", 1)
+    with Producer(mock_cluster.bootstrap_servers) as p:
+        p.send("bin", 0, [Message(b"\xff\x00", key=b"\x80", headers=[("h", b"\xfe"), ("t", b"ok")])])
+    r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "bin", "--offset-dir",
+                str(tmp_path), "--format", "json", "--count", "1")
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    assert m["value"] == {"base64": base64.b64encode(b"\xff\x00").decode()}
+    assert m["key"] == {"base64": base64.b64encode(b"\x80").decode()}
+    assert m["headers"] == [["h", {"base64": base64.b64encode(b"\xfe").decode()}], ["t", "ok"]]
+
+
+def produce_numbers(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
+    with Producer(bootstrap) as p:
+        for part in range(partitions):
+            p.send(topic, part, [b"%d-%d" % (part, i) for i in range(per_partition)])
+        assert p.flush(30) == 0
+
+
+def stored_total(directory, topic: str, partitions: int) -> int:
+    """Messages recorded as processed (stored + 1 summed over partitions)."""
+    return sum((read_offset_file(offset_file_path(directory, topic, p)) or -1) + 1
+               for p in range(partitions))
+
+
+def test_consume_count_records_exactly_the_messages_written(mock_cluster, tmp_path):
+    mock_cluster.create_topic("counted", 3)
+    produce_numbers(mock_cluster.bootstrap_servers, "counted", 3, 400)
+    seen: list[bytes] = []
+    for n in (250, 1, 349):
+        r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "counted",
+                    "--offset-dir", str(tmp_path), "--count", str(n))
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert len(lines) == n
+        seen += lines
+        assert stored_total(tmp_path, "counted", 3) == len(seen)
+    assert len(set(seen)) == len(seen) == 600  # no message twice, none skipped
+    for part in range(3):  # per partition, what was written is a prefix of the partition
+        offs = sorted(int(v.split(b"-")[1]) for v in seen if v.startswith(b"%d-" % part))
+        assert offs == list(range(len(offs)))
+
+
+def test_consume_workers_share_the_count_and_record_it_exactly(mock_cluster, tmp_path):
+    mock_cluster.create_topic("pooled", 4)
+    produce_numbers(mock_cluster.bootstrap_servers, "pooled", 4, 300)
+    r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "pooled", "--offset-dir",
+                str(tmp_path), "--workers", "2", "--count", "700", timeout=120)
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()
+    assert len(first) == len(set(first)) == 700
+    assert stored_total(tmp_path, "pooled", 4) == 700
+    r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "pooled", "--offset-dir",
+                str(tmp_path), "--workers", "2", "--count", "500", timeout=120)
+    assert r.returncode == 0, r.stderr
+    second = r.stdout.splitlines()
+    assert len(second) == 500
+    assert sorted(first + second) == sorted(b"%d-%d" % (p, i) for p in range(4) for i in range(300))
+
+
+def test_consume_slot_of_reads_only_its_partitions(mock_cluster, tmp_path):
+    mock_cluster.create_topic("slotted", 4)
+    produce_numbers(mock_cluster.bootstrap_servers, "slotted", 4, 10)
+    r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "slotted", "--offset-dir",
+                str(tmp_path), "--slot", "1", "--of", "2", "--format", "json", "--count", "20")
+    assert r.returncode == 0, r.stderr
+    parts = Counter(json.loads(line)["partition"] for line in r.stdout.splitlines())
+    assert parts == {1: 10, 3: 10}
+    assert [f.partition for f in list_offset_files(tmp_path)] == [1, 3]
+
+
+def test_consume_from_latest_skips_what_is_already_there(mock_cluster, tmp_path):
+    mock_cluster.create_topic("late", 1)
+    produce_numbers(mock_cluster.bootstrap_servers, "late", 1, 50)
+    proc = subprocess.Popen([PY, "-m", "rdk", "consume", "-b", mock_cluster.bootstrap_servers,
+                             "-t", "late", "--offset-dir", str(tmp_path), "--from", "latest",
+                             "--count", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # produce again until the consumer (which starts at the end) has seen 3 new ones
+        deadline = time.monotonic() + 60
+        with Producer(mock_cluster.bootstrap_servers) as p:
+            while proc.poll() is None and time.monotonic() < deadline:
+                p.send("late", 0, [b"new"])
+                p.flush(5)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(0.2)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.splitlines() == [b"new"] * 3
+
+
+def test_consume_stops_gracefully_on_sigterm_and_exits_0(mock_cluster, tmp_path):
+    mock_cluster.create_topic("endless", 2)
+    produce_numbers(mock_cluster.bootstrap_servers, "endless", 2, 100)
+    proc = subprocess.Popen([PY, "-m", "rdk", "consume", "-b", mock_cluster.bootstrap_servers,
+                             "-t", "endless", "--offset-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # all 200 are written once both offset files say so
+        deadline = time.monotonic() + 60
+        while stored_total(tmp_path, "endless", 2) < 200 and time.monotonic() < deadline:
+            assert proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert len(out.splitlines()) == 200
+    assert b"consumed 200 messages" in err
+
+
+def test_produce_to_an_unknown_topic_fails_with_one_line(mock_cluster, tmp_path):
+    r = rdk_cli("produce", "-b", mock_cluster.bootstrap_servers, "-t", "never-created", "-",
+                input=b"x\n")
+    assert r.returncode == 1
+    assert r.stderr.count(b"\n") == 1 and b"UNKNOWN_TOPIC_OR_PART" in r.stderr
+
+
+def test_produce_rejects_a_truncated_binary_record(mock_cluster, tmp_path):
+    mock_cluster.create_topic("trunc", 1)
+    r = rdk_cli("produce", "-b", mock_cluster.bootstrap_servers, "-t", "trunc", "--binary", "-",
+                input=frames([b"ok"]) + b"\x00\x00\x00\x09abc")
+    assert r.returncode == 1
+    assert b"truncated frame at byte 6: expected 9 bytes, got 3" in r.stderr
+
+
+# ---- offsets and stats against a broker --------------------------------------------------------------
+
+
+def test_offsets_set_earliest_and_latest_use_the_watermarks(mock_cluster, tmp_path, capsys):
+    mock_cluster.create_topic("wm", 2)
+    produce_numbers(mock_cluster.bootstrap_servers, "wm", 2, 30)
+    b = mock_cluster.bootstrap_servers
+    assert cli.main(["offsets", "set", str(tmp_path), "-t", "wm", "--to", "latest", "-b", b]) == 0
+    assert [read_offset_file(offset_file_path(tmp_path, "wm", p)) for p in (0, 1)] == [29, 29]
+    assert cli.main(["offsets", "set", str(tmp_path), "-t", "wm", "-p", "1", "--to", "earliest",
+                     "-b", b]) == 0
+    assert [read_offset_file(offset_file_path(tmp_path, "wm", p)) for p in (0, 1)] == [29, -1]
+    capsys.readouterr()
+    assert cli.main(["offsets", "show", str(tmp_path), "-b", b]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert rows == [["topic", "partition", "stored", "low", "high", "lag"],
+                    ["wm", "0", "29", "0", "30", "0"],
+                    ["wm", "1", "-1", "0", "30", "30"]]
+    # consuming from there resumes exactly where the files say
+    r = rdk_cli("consume", "-b", b, "-t", "wm", "--offset-dir", str(tmp_path), "--count", "30")
+    assert sorted(r.stdout.splitlines()) == sorted(b"1-%d" % i for i in range(30))
+
+
+def test_offsets_set_refuses_while_a_running_consumer_holds_the_partitions(mock_cluster, tmp_path, capsys):
+    mock_cluster.create_topic("busy", 2)
+    consumer = rdk.Consumer(mock_cluster.bootstrap_servers, "busy", str(tmp_path), lambda batch: None)
+    consumer.start()
+    try:
+        assert cli.main(["offsets", "set", str(tmp_path), "-t", "busy", "-p", "1", "--to", "0"]) == 1
+        assert "in use by another consumer" in capsys.readouterr().err
+    finally:
+        consumer.stop()
+    assert cli.main(["offsets", "set", str(tmp_path), "-t", "busy", "-p", "1", "--to", "0"]) == 0
+
+
+def test_stats_shows_the_lag_of_an_offset_directory(mock_cluster, tmp_path, capsys):
+    mock_cluster.create_topic("lagging", 3)
+    produce_numbers(mock_cluster.bootstrap_servers, "lagging", 3, 20)
+    write_offset_file(tmp_path, "lagging", 0, 19)
+    write_offset_file(tmp_path, "lagging", 1, 4)
+    assert cli.main(["stats", "-b", mock_cluster.bootstrap_servers, "-t", "lagging",
+                     "--offset-dir", str(tmp_path)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert rows == [["partition", "low", "high", "messages", "stored", "lag"],
+                    ["0", "0", "20", "20", "19", "0"],
+                    ["1", "0", "20", "20", "4", "15"],
+                    ["2", "0", "20", "20", "-", "20"],
+                    ["total", "-", "-", "60", "-", "35"]]
