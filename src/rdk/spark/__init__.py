@@ -1,0 +1,107 @@
+"""PySpark data source ``rdkafka``: Kafka into and out of Spark with no JVM Kafka jar.
+
+::
+
+    import rdk.spark
+    rdk.spark.register(spark)
+    df = (spark.read.format("rdkafka")
+          .option("kafka.bootstrap.servers", "host:9092")
+          .option("subscribe", "events")
+          .load())
+
+Batch and Structured Streaming reads, batch (``.mode("append")``) and streaming writes,
+with the built-in Kafka connector's option names and schema. Needs ``pip install rdk[spark]``
+(pyspark >= 4.2 for ``maxOffsetsPerTrigger``, pyarrow) on the driver and the executors.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import weakref
+from typing import Any
+
+from ..errors import ConfigError
+from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
+from .reader import DataLossError
+from .source import NAME, KafkaDataSource, kafka_schema
+from .writer import DeliveryError
+
+__all__ = [
+    "NAME",
+    "DataLossError",
+    "DeliveryError",
+    "KafkaDataSource",
+    "ReadOptions",
+    "WriteOptions",
+    "kafka_schema",
+    "parse_read_options",
+    "parse_write_options",
+    "register",
+]
+
+log = logging.getLogger("rdk.spark")
+
+_registered: weakref.WeakSet = weakref.WeakSet()
+
+
+def register(spark: Any) -> None:
+    """Make ``format("rdkafka")`` available in ``spark`` (a SparkSession). Idempotent.
+
+    In local mode, when ``PYSPARK_PYTHON`` is unset, Python workers would start the
+    ``python3`` found on PATH, which may lack rdk and pyarrow; the current interpreter is
+    used instead.
+    """
+    if spark in _registered:
+        return
+    _use_this_interpreter_locally(spark)
+    _explain_save_mode_errors()
+    spark.dataSource.register(KafkaDataSource)
+    _registered.add(spark)
+
+
+SAVE_MODE_HELP = (
+    "rdkafka sink: batch writes need .mode(\"append\"), e.g. "
+    "df.write.format(\"rdkafka\").mode(\"append\").option(\"topic\", ...).save(). "
+    "Spark refuses its default save mode (ErrorIfExists) for every Python data source, and "
+    "a Kafka topic can only be appended to.")
+
+
+def _explain_save_mode_errors() -> None:
+    """Wrap DataFrameWriter.save once, so Spark's refusal of the default save mode for
+    format("rdkafka") tells the user what to do (other errors pass through untouched)."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    original = DataFrameWriter.save
+    if getattr(original, "_rdk_wrapped", False):
+        return
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            return original(self, *args, **kwargs)
+        except Exception as e:
+            text = str(e)
+            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in text and f'"{NAME}"' in text:
+                raise ConfigError(f"{SAVE_MODE_HELP} (Spark said: {text})") from e
+            raise
+
+    save._rdk_wrapped = True  # type: ignore[attr-defined]
+    save.__doc__ = original.__doc__
+    save.__wrapped__ = original  # type: ignore[attr-defined]
+    DataFrameWriter.save = save  # type: ignore[method-assign]
+
+
+def _use_this_interpreter_locally(spark: Any) -> None:
+    if os.environ.get("PYSPARK_PYTHON"):
+        return
+    try:
+        sc = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect: no local context to adjust
+        return
+    if not str(sc.master).startswith("local"):
+        return
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if getattr(sc, "pythonExec", None) != sys.executable:
+        log.info("rdk.spark: Python workers use %s (PYSPARK_PYTHON was unset)", sys.executable)
+        sc.pythonExec = sys.executable

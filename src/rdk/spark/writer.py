@@ -1,0 +1,228 @@
+"""Writing DataFrames to Kafka, batch and streaming, through ``rdk.Producer``.
+
+Columns as in the built-in sink: ``value`` (required, binary or string), ``key`` (binary or
+string), ``topic`` (string; the ``topic`` option, when set, wins), ``partition`` (int; null
+lets the balancer choose: murmur2, the Java client's, as the built-in sink does) and
+``headers`` (array<struct<key:string,value:binary>>). Each task sends Arrow batches as they
+come and waits for every delivery before it returns its commit message; a failed delivery
+fails the task, so nothing is lost silently (Kafka sinks are at-least-once: a retried task
+may write some rows twice).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import repeat
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from ..errors import ConfigError, KafkaError, RdkError
+from ..message import Message
+from .options import WriteOptions, split_properties
+
+__all__ = [
+    "DeliveryError",
+    "KafkaBatchWriter",
+    "KafkaCommitMessage",
+    "KafkaStreamWriter",
+    "check_write_schema",
+]
+
+log = logging.getLogger("rdk.spark")
+
+_BYTES_OR_TEXT = (BinaryType, StringType)
+
+
+class DeliveryError(RdkError):
+    """Some rows of a Spark task could not be delivered to Kafka; the task fails."""
+
+
+@dataclass
+class KafkaCommitMessage(WriterCommitMessage):
+    """What one task reports: how many rows it delivered."""
+
+    rows: int
+
+
+def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
+    """The built-in sink's column rules, checked on the driver before any task runs."""
+    fields = {f.name.lower(): f for f in schema.fields}
+    if "value" not in fields:
+        raise ConfigError("rdkafka sink: the DataFrame needs a 'value' column (binary or string); "
+                          f"it has {', '.join(schema.fieldNames()) or 'no columns'}")
+    for name in ("value", "key"):
+        if name in fields and not isinstance(fields[name].dataType, _BYTES_OR_TEXT):
+            raise ConfigError(f"rdkafka sink: column '{name}' must be binary or string, "
+                              f"not {fields[name].dataType.simpleString()}; cast it")
+    if opts.topic is None and "topic" not in fields:
+        raise ConfigError("rdkafka sink: set the 'topic' option or give the DataFrame a "
+                          "'topic' column")
+    if "topic" in fields and not isinstance(fields["topic"].dataType, StringType):
+        raise ConfigError("rdkafka sink: column 'topic' must be a string, not "
+                          f"{fields['topic'].dataType.simpleString()}")
+    if "partition" in fields and not isinstance(fields["partition"].dataType, IntegerType):
+        raise ConfigError("rdkafka sink: column 'partition' must be an int, not "
+                          f"{fields['partition'].dataType.simpleString()}; cast it")
+    if "headers" in fields:
+        t = fields["headers"].dataType
+        ok = (isinstance(t, ArrayType) and isinstance(t.elementType, StructType)
+              and [f.name for f in t.elementType.fields] == ["key", "value"]
+              and isinstance(t.elementType["key"].dataType, StringType)
+              and isinstance(t.elementType["value"].dataType, BinaryType))
+        if not ok:
+            raise ConfigError("rdkafka sink: column 'headers' must be "
+                              "array<struct<key:string,value:binary>>, not " + t.simpleString())
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
+    i = batch.schema.get_field_index(name)
+    return batch.column(i) if i >= 0 else None
+
+
+class _TaskProducer:
+    """One task's producer: send batches, then wait for every delivery report."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        from ..producer import Producer
+
+        driver, topic = split_properties(opts.kafka)
+        driver.pop("bootstrap.servers")
+        if "partitioner" in topic:  # kafka.partitioner chooses; else murmur2 like the JVM sink
+            balancer = "consistent_random"
+        else:
+            balancer = "murmur2_random"
+        self.opts = opts
+        self.producer = Producer(opts.kafka["bootstrap.servers"], driver_options=driver,
+                                 topic_options=topic, balancer=balancer, on_queue_full="block")
+        self._lock = threading.Lock()
+        self.failures: list[tuple[Message, KafkaError]] = []
+        self.sent = 0
+        self.delivered = 0
+
+    def _on_delivery(self, delivered: int, failures: list) -> None:
+        with self._lock:
+            self.delivered += delivered
+            self.failures.extend(failures)
+
+    def send_batch(self, batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        if not n:
+            return
+        values = _column(batch, "value").to_pylist()
+        key_col = _column(batch, "key")
+        keys = key_col.to_pylist() if key_col is not None and key_col.null_count < n else None
+        head_col = _column(batch, "headers")
+        headers = None
+        if head_col is not None and head_col.null_count < n:
+            headers = [None if hs is None else [(h["key"], h["value"]) for h in hs]
+                       for hs in head_col.to_pylist()]
+        if headers is not None:
+            payloads = list(map(Message, values, keys or repeat(None), headers))
+        elif keys is not None or None in values:
+            payloads = list(zip(keys or repeat(None, n), values))
+        else:
+            payloads = values
+        topic_col = None if self.opts.topic is not None else _column(batch, "topic")
+        part_col = _column(batch, "partition")
+        if topic_col is None and (part_col is None or part_col.null_count == n):
+            self._send(self.opts.topic, None, payloads)
+            return
+        topics = topic_col.to_pylist() if topic_col is not None else repeat(self.opts.topic)
+        parts = part_col.to_pylist() if part_col is not None else repeat(None)
+        groups: dict[tuple[str, int | None], list] = {}
+        for row, where in enumerate(zip(topics, parts)):
+            groups.setdefault(where, []).append(row)
+        for (topic, part), rows in groups.items():
+            if topic is None:
+                raise ConfigError("rdkafka sink: a row has a null 'topic' and no 'topic' option "
+                                  "is set")
+            self._send(topic, part, [payloads[i] for i in rows])
+
+    def _send(self, topic: str, partition: int | None, payloads: list) -> None:
+        result = self.producer.send(topic, partition, payloads, on_delivery=self._on_delivery)
+        self.sent += len(payloads)
+        if result.enqueued < len(payloads):
+            log.debug("rdkafka sink: %d of %d enqueued; the rest are reported as failed",
+                      result.enqueued, len(payloads))
+
+    def finish(self) -> int:
+        """Wait for every delivery; raise DeliveryError if any row failed. Returns rows."""
+        try:
+            timeout = int(self.opts.kafka.get("message.timeout.ms",
+                                              self.opts.kafka.get("delivery.timeout.ms", 300000)))
+            left = self.producer.flush(timeout / 1000 + 30)
+        finally:
+            stranded = self.producer.stop(5.0)
+        with self._lock:
+            failures = list(self.failures)
+        if failures or left or stranded:
+            first = failures[0][1] if failures else None
+            raise DeliveryError(
+                f"rdkafka sink: {len(failures) + left} of {self.sent} rows were not delivered"
+                + (f"; first error: {first}" if first is not None else "")
+                + "; the task fails so Spark can retry it")
+        return self.sent
+
+    def abandon(self) -> None:
+        try:
+            self.producer.stop(0)
+        except Exception:  # pragma: no cover - already failing
+            log.exception("rdkafka sink: closing the producer")
+
+
+def write_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+    task = _TaskProducer(opts)
+    try:
+        for batch in batches:
+            task.send_batch(batch)
+    except BaseException:
+        task.abandon()
+        raise
+    return KafkaCommitMessage(task.finish())
+
+
+class KafkaBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("rdkafka").mode("append")``."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return write_batches(self.opts, iterator)
+
+    def abort(self, messages: list) -> None:
+        delivered = sum(m.rows for m in messages if isinstance(m, KafkaCommitMessage))
+        log.warning("rdkafka sink: the write failed; %d rows of finished tasks stay in Kafka "
+                    "(Kafka has no transactions here: writes are at-least-once)", delivered)
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return write_batches(self.opts, iterator)
+
+    def commit(self, messages: list, batchId: int) -> None:
+        """Nothing to do: every row was delivered before its task returned."""
+
+    def abort(self, messages: list, batchId: int) -> None:
+        log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in Kafka",
+                    batchId)
