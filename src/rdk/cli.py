@@ -874,6 +874,8 @@ def _lag(stored: int | None, high: int | None) -> int | None:
 
 
 def cmd_offsets_show(args: argparse.Namespace) -> int:
+    from .errors import RdkError
+
     _existing_directory(args.dir)
     rows, problems = _stored_offsets(args.dir)
     columns = ["topic", "partition", "stored"]
@@ -887,7 +889,7 @@ def cmd_offsets_show(args: argparse.Namespace) -> int:
                 topic, partition, stored = row
                 try:
                     low, high = admin.watermarks(topic, partition)
-                except Exception as e:  # one bad topic must not hide the others
+                except RdkError as e:  # one bad topic must not hide the others
                     problems.append(f"watermarks of {topic}[{partition}]: {e}")
                     row += [None, None, None]
                     continue

@@ -16,6 +16,7 @@ import pytest
 
 import rdk
 from rdk import Admin, cli
+from rdk.message import Message
 from rdk.offsets import (
     list_offset_files,
     lock_partitions,
@@ -23,7 +24,6 @@ from rdk.offsets import (
     read_offset_file,
     write_offset_file,
 )
-from rdk.message import Message
 from rdk.producer import Producer
 
 PY = sys.executable
