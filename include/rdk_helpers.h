@@ -46,6 +46,8 @@ typedef struct rdk_produce_args {
     const unsigned char *header_value_null;
     uint64_t opaque_base;
     int32_t *errs;
+    int no_copy;                 /* 1: librdkafka points into values (no copy); the caller
+                                    keeps values alive until every message is reported */
 } rdk_produce_args;
 int rdk_produce_batch(const rdk_produce_args *a);
 

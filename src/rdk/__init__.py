@@ -18,7 +18,9 @@ from .errors import (
     QueueFullError,
     RdkError,
 )
+from .message import Message
 from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
+from .producer import Producer, SendResult
 from .stats import ConsumerStats, PartitionStats
 
 __version__ = "0.1.0"
@@ -36,6 +38,10 @@ __all__ = [
     "ConfigError",
     "KafkaError",
     "LockedError",
+    "Message",
+    "Producer",
+    "SendResult",
+    "aio",
     "OffsetFileError",
     "QueueFullError",
     "RdkError",
@@ -43,3 +49,11 @@ __all__ = [
     "librdkafka_version",
     "__version__",
 ]
+
+
+def __getattr__(name: str):
+    if name == "aio":  # rdk.aio imports asyncio: load it on first use only
+        import importlib
+
+        return importlib.import_module(".aio", __name__)
+    raise AttributeError(f"module 'rdk' has no attribute {name!r}")

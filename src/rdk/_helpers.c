@@ -117,6 +117,7 @@ typedef struct rdk_produce_args {
     const unsigned char *header_value_null;
     uint64_t opaque_base;
     int32_t *errs;
+    int no_copy;
 } rdk_produce_args;
 
 static int rdk_produce_batch(const rdk_produce_args *a) {
@@ -161,7 +162,7 @@ static int rdk_produce_batch(const rdk_produce_args *a) {
             m->_private = (void *)(uintptr_t)(a->opaque_base | (uint64_t)(uint32_t)j);
         }
         if (use_balancer) pthread_mutex_unlock(&a->balancer->lock);
-        int flags = RD_KAFKA_MSG_F_COPY | (use_balancer ? RD_KAFKA_MSG_F_PARTITION : 0);
+        int flags = (a->no_copy ? 0 : RD_KAFKA_MSG_F_COPY) | (use_balancer ? RD_KAFKA_MSG_F_PARTITION : 0);
         enqueued = rd_kafka_produce_batch(a->rkt, a->partition, flags, msgs, n);
         for (int i = 0; i < n; i++) a->errs[i] = msgs[i].err;
         free(msgs);
@@ -209,7 +210,8 @@ static int rdk_produce_batch(const rdk_produce_args *a) {
         }
         rd_kafka_resp_err_t err = rd_kafka_producev(
             a->rk, RD_KAFKA_V_RKT(a->rkt), RD_KAFKA_V_PARTITION(partition),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)value, value_len),
+            RD_KAFKA_V_MSGFLAGS(a->no_copy ? 0 : RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_VALUE((void *)value, value_len),
             RD_KAFKA_V_KEY((const void *)key, key_len),
             RD_KAFKA_V_TIMESTAMP(a->timestamps ? a->timestamps[j] : 0),
             RD_KAFKA_V_HEADERS(hdrs),
