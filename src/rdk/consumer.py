@@ -55,6 +55,7 @@ log = logging.getLogger("rdk")
 _FETCH_TIMEOUT_MS = 100     # one fetch call waits at most this long (stop latency)
 _QUEUE_DEPTH = 3            # converted batches waiting for the delivery thread
 _MAX_IN_FLIGHT = 16         # unsettled batches (Futures / awaitables) before delivery waits
+_END_CHECK_SECONDS = 1.0    # while idle: is a partition's position beyond the log end?
 
 _PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
 _FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
@@ -317,6 +318,7 @@ class Consumer:
         self._loop_thread: threading.Thread | None = None
         self._expected: Any = None
         self._fetched: dict[int, int] = {}
+        self._reset_at: dict[int, int] = {}
         self._handed: dict[int, int] = {}
         self.partitions: list[int] = []
         self.partition_count: int | None = None
@@ -368,14 +370,19 @@ class Consumer:
         for p in owned:
             last = stored.get(p)
             if last is None:
-                starts[p] = (lib.RD_KAFKA_OFFSET_BEGINNING if self.start_offset == "earliest"
-                             else lib.RD_KAFKA_OFFSET_END)
                 continue
             if not isinstance(last, int) or isinstance(last, bool) or last < -1:
                 raise ValueError(f"offset_store.read() gave {last!r} for partition {p}; "
                                  "expected the last processed offset, an int >= -1")
             starts[p] = last + 1
-            self._expected[p] = last + 1
+        fresh = [p for p in owned if p not in starts]
+        if fresh and self.start_offset == "latest":
+            starts.update(self._high_watermarks(fresh))
+        for p in owned:
+            if p in starts:
+                self._expected[p] = starts[p]
+            else:
+                starts[p] = lib.RD_KAFKA_OFFSET_BEGINNING
         self._committer = offsets.OffsetCommitter(self._store, self.logger,
                                                   name=f"rdk-offsets-{self.topic}")
         self._fetcher = Fetcher(self._client, self.topic, self.max_messages_per_callback)
@@ -388,6 +395,14 @@ class Consumer:
         self.logger.info("consumer of %s owns partitions %s (slot %d of %d), starting at %s",
                          self.topic, owned, self.worker_slot, self.num_workers,
                          {p: stored[p] + 1 if p in stored else self.start_offset for p in owned})
+
+    def _high_watermarks(self, partitions: list[int]) -> dict[int, int]:
+        """Explicit "latest" offsets, right on every broker (Admin.watermarks confirms
+        ListOffsets with a fetch, since Tansu's ListOffsets(latest) is wrong)."""
+        from .admin import Admin
+
+        with Admin(self.broker, self._driver_options) as admin:
+            return {p: admin.watermarks(self.topic, p)[1] for p in partitions}
 
     def _spawn(self, target: Callable[[], None], what: str) -> threading.Thread:
         t = threading.Thread(target=target, name=f"rdk-{what}-{self.topic}", daemon=True)
@@ -459,7 +474,9 @@ class Consumer:
             if stuck:
                 self._warn(f"receive_callback has not returned within stop(timeout={timeout}); "
                            "stopping without it (its batch's offsets are not recorded)")
-            if not self._tracker.wait_settled(deadline - reserve - time.monotonic()):
+            # (batches() settles only on commit() or the next request: nothing to wait for)
+            if self._mode == "callback" and not self._tracker.wait_settled(
+                    deadline - reserve - time.monotonic()):
                 self._warn(f"{self._tracker.unsettled} batch(es) still in flight at "
                            f"stop(timeout={timeout}); their offsets are not recorded")
             self._tracker.close()
@@ -549,7 +566,7 @@ class Consumer:
     def _pause_resume(self, pause: bool) -> None:
         with self._state_lock:
             if self._state in ("stopping", "closed"):
-                raise ClosedError("this Consumer is stopped")
+                raise ClosedError(f"this Consumer is stopped ({self._state})")
             if pause:
                 self._running.clear()
             if self._client is not None and self.partitions:
@@ -566,10 +583,14 @@ class Consumer:
     def _fetch_loop(self) -> None:
         fetcher, q, stop = self._fetcher, self._queue, self._stop_event
         fetched = self._fetched
+        next_check = time.monotonic() + _END_CHECK_SECONDS
         try:
             while not stop.is_set():
                 b = fetcher.fetch(_FETCH_TIMEOUT_MS)
                 if b.n == 0:
+                    if time.monotonic() >= next_check:
+                        next_check = time.monotonic() + _END_CHECK_SECONDS
+                        self._check_beyond_end()
                     continue
                 batch = self._convert(b)
                 if batch is None:
@@ -650,6 +671,38 @@ class Consumer:
                 self._fail(err)
             else:
                 self.logger.warning("consumer of %s: %s", self.topic, err)
+
+    def _check_beyond_end(self) -> None:
+        """Apply on_offset_out_of_range where the broker did not report it.
+
+        Kafka answers a fetch beyond the log end with OFFSET_OUT_OF_RANGE and librdkafka
+        applies auto.offset.reset; Tansu answers with no data and the high watermark. So
+        while idle, a partition whose next offset lies beyond the high watermark of the
+        last Fetch response (librdkafka's cached one) is treated the same way. Where
+        librdkafka already reset the partition this repeats the reset harmlessly: nothing
+        of the partition was fetched since (the position did not move), and restarting
+        bumps librdkafka's version barrier, so nothing is delivered twice.
+        """
+        lo, hi = ffi.new("int64_t *"), ffi.new("int64_t *")
+        rk, name, expected = self._client.rk, self.topic.encode(), self._expected
+        for p in self.partitions:
+            e = int(expected[p])
+            if e < 0 or self._reset_at.get(p) == e:
+                continue
+            if lib.rd_kafka_get_watermark_offsets(rk, name, p, lo, hi) or hi[0] < 0 or e <= hi[0]:
+                continue
+            text = f"next offset {e} is beyond the high watermark {hi[0]}"
+            if self.on_offset_out_of_range == "error":
+                self._fail(KafkaError(ERROR_CODES["OFFSET_OUT_OF_RANGE"], text,
+                                      context=f"consume {self.topic}[{p}]"))
+                return
+            self.logger.warning("consumer of %s: partition %d: %s; resetting to %s", self.topic,
+                                p, text, self.on_offset_out_of_range)
+            self._reset_at[p] = e
+            self._fetcher.stop(p)
+            # "latest" from the Fetch high watermark: Tansu's ListOffsets(latest) is wrong
+            self._fetcher.start(p, lib.RD_KAFKA_OFFSET_BEGINNING
+                                if self.on_offset_out_of_range == "earliest" else int(hi[0]))
 
     def _fail(self, err: KafkaError) -> None:
         """A fatal error: remember it; callback mode logs it and stops the consumer."""
