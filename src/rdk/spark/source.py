@@ -66,6 +66,8 @@ class KafkaDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
+        """Called by ``load()``: options are checked here, so mistakes fail at once."""
+        _check_early(self.options)
         return kafka_schema(_bool(_lower(self.options), "includeheaders", False))
 
     def reader(self, schema: StructType) -> KafkaBatchReader:
@@ -88,6 +90,24 @@ class KafkaDataSource(DataSource):
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
         return KafkaStreamWriter(opts)
+
+
+def _check_early(options) -> None:
+    """What can be checked before Spark says whether this is a batch or a stream."""
+    opts = _lower(options)
+    if not any(k in opts for k in ("subscribe", "assign", "subscribepattern")):
+        parse_write_options(options)  # kafka.* and the rest; the reader says what is missing
+        return
+    try:
+        parse_read_options(options, streaming=False)
+    except ConfigError:
+        try:
+            parse_read_options(options, streaming=True)
+        except ConfigError:
+            pass
+        else:
+            return
+        raise
 
 
 def _refuse_overwrite(overwrite: bool) -> None:
