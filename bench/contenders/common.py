@@ -1,0 +1,187 @@
+"""What every Python contender shares: the job it is given, the payloads, the result line.
+
+A contender runs as its own process: ``python bench/contenders/<name>_client.py '<job json>'``.
+The job names a scenario and its parameters (see ``Job``); the contender does the work
+with its library's idiomatic calls and prints one line ``RESULT {json}`` last.
+
+Result fields: ``count`` (messages produced and delivered, or consumed), ``bytes``
+(value bytes), ``seconds`` (the timed part only), and per scenario ``p50_ms``/``p99_ms``
+(latency), ``peak_rss`` / ``baseline_rss`` (bytes; paused_rss), ``errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+RESULT_PREFIX = "RESULT "
+STAMP = struct.Struct("<Qq")  # (sequence number, send time in CLOCK_MONOTONIC ns)
+
+
+@dataclass
+class Job:
+    """One run of one scenario by one contender (all fields come from bench/run.py)."""
+
+    scenario: str  # produce | consume | arrow | latency | paused_rss
+    bootstrap: str
+    topic: str
+    partitions: int
+    count: int = 0
+    size: int = 100
+    chunk: int = 10000  # messages per send call; chunk i goes to partition i % partitions
+    batch: int = 10000  # most messages per consume call
+    wait_ms: int = 1000  # how long one consume call may wait
+    rate: int = 10000  # latency: messages per second
+    duration: float = 1.0  # latency: seconds of sending
+    warmup: int = 0  # latency: first sequence numbers not measured
+    hold_seconds: float = 2.0  # paused_rss: how long the paused consumer is watched
+    timeout: float = 120.0  # the most one run may take
+    idle: float = 20.0  # a consumer gives up after this long without a new message
+    producer: dict[str, Any] = field(default_factory=dict)  # librdkafka property names
+    consumer: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_argv(cls, argv: list[str] | None = None) -> Job:
+        argv = sys.argv[1:] if argv is None else argv
+        if len(argv) != 1:
+            raise SystemExit("usage: <contender>.py '<job json>'")
+        return cls(**json.loads(argv[0]))
+
+
+def payload_pool(size: int, n: int) -> list[bytes]:
+    """``n`` distinct payloads of ``size`` bytes (sent again for every chunk)."""
+    block = bytes((i * 7 + i // size) % 26 + 97 for i in range(size * min(n, 1024)))
+    return [block[(i % 1024) * size:(i % 1024 + 1) * size] for i in range(n)]
+
+
+def chunks(job: Job) -> list[tuple[int, int]]:
+    """(partition, message count) of every send call, in order."""
+    out, left, i = [], job.count, 0
+    while left > 0:
+        n = min(job.chunk, left)
+        out.append((i % job.partitions, n))
+        left -= n
+        i += 1
+    return out
+
+
+def stamp(seq: int, size: int) -> bytes:
+    """A latency payload: sequence number and send time, padded to ``size``."""
+    return STAMP.pack(seq, time.monotonic_ns()).ljust(size, b".")
+
+
+class Progress:
+    """Tells a consume loop to give up once nothing new arrived for ``job.idle`` seconds
+    (or the run's ``timeout`` passed), so a broken contender fails fast instead of hanging."""
+
+    def __init__(self, job: Job) -> None:
+        self.idle = job.idle
+        self.deadline = time.monotonic() + job.timeout
+        self.last = time.monotonic()
+        self.seen = 0
+
+    def alive(self, count: int) -> bool:
+        now = time.monotonic()
+        if count != self.seen:
+            self.seen, self.last = count, now
+        return now - self.last < self.idle and now < self.deadline
+
+
+class LatencyRecorder:
+    """Collects receive-minus-send times of stamped payloads, ignoring the warm-up ones."""
+
+    def __init__(self, total: int, warmup: int, size: int) -> None:
+        self.total, self.warmup, self.size = total, warmup, size
+        self.seen = bytearray(total)
+        self.received = 0
+        self.duplicates = 0
+        self.latencies: list[int] = []
+
+    def add(self, values: list[bytes], now_ns: int) -> None:
+        unpack = STAMP.unpack_from
+        for v in values:
+            seq, sent = unpack(v)
+            if seq >= self.total or self.seen[seq]:
+                self.duplicates += 1
+                continue
+            self.seen[seq] = 1
+            self.received += 1
+            if seq >= self.warmup:
+                self.latencies.append(now_ns - sent)
+
+    @property
+    def done(self) -> bool:
+        return self.received >= self.total
+
+    def result(self, produced: int, seconds: float) -> dict[str, Any]:
+        lat = sorted(self.latencies)
+
+        def pct(q: int) -> float:
+            return round(lat[(len(lat) - 1) * q // 100] / 1e6, 3) if lat else -1.0
+
+        return {"count": self.received, "produced": produced, "measured": len(lat),
+                "duplicates": self.duplicates, "p50_ms": pct(50), "p99_ms": pct(99),
+                "max_ms": pct(100), "bytes": self.received * self.size, "seconds": seconds}
+
+
+def paced_send(job: Job, send_tick) -> int:
+    """Call ``send_tick(partition, payloads)`` every millisecond with the messages due."""
+    total = int(job.rate * job.duration)
+    start = time.monotonic_ns()
+    sent = tick = 0
+    while sent < total:
+        due = min(total, (time.monotonic_ns() - start) * job.rate // 1_000_000_000)
+        if due > sent:
+            send_tick(tick % job.partitions, [stamp(s, job.size) for s in range(sent, due)])
+            sent = due
+        tick += 1
+        delay = start + tick * 1_000_000 - time.monotonic_ns()
+        if delay > 0:
+            time.sleep(delay / 1e9)
+    return sent
+
+
+class PacedSender(threading.Thread):
+    """A thread running ``paced_send(job, send_tick)`` then ``flush()``; ``produced`` after."""
+
+    def __init__(self, job: Job, send_tick, flush) -> None:
+        super().__init__(name="paced-sender", daemon=True)
+        self.job, self.send_tick, self.flush = job, send_tick, flush
+        self.produced = 0
+
+    def run(self) -> None:
+        self.produced = paced_send(self.job, self.send_tick)
+        self.flush()
+
+
+def peak_rss() -> int:
+    """This process's peak resident set size so far, in bytes (Linux: ru_maxrss is KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def current_rss() -> int:
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def report(result: dict[str, Any]) -> None:
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def run(handlers: dict[str, Any], argv: list[str] | None = None) -> int:
+    """Run the job's scenario with ``handlers[scenario](job) -> result dict``."""
+    job = Job.from_argv(argv)
+    handler = handlers.get(job.scenario)
+    if handler is None:
+        report({"unsupported": True, "reason": f"no {job.scenario} scenario for this contender"})
+        return 0
+    result = handler(job)
+    report(result)
+    return 0

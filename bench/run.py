@@ -1,0 +1,742 @@
+"""rdk's benchmark: rdk against confluent-kafka, kafka-python and native librdkafka.
+
+``python bench/run.py`` (or ``rdk bench``) runs every scenario on two brokers it starts
+itself, librdkafka's mock cluster (``python -m rdk.mock``, its own process) and Tansu,
+each started afresh for each scenario with fresh topics. Every contender runs in its own
+process, in turn, with the same settings; each scenario is repeated (``--repeat``,
+default 3) and the median is reported. The harness checks every run: produced counts
+against the broker's high watermarks, consumed counts against what it put on the topic.
+It prints a table, writes ``bench/results.json`` and with ``--plot`` a PNG.
+
+``--quick`` uses small counts and one repetition: a smoke test that every contender
+produced and consumed every message, not a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CONTENDER_DIR = HERE / "contenders"
+NATIVE_SRC = HERE / "native.c"
+NATIVE_BIN = HERE / "native"
+DEFAULT_OUT = HERE / "results.json"
+DEFAULT_PLOT = HERE / "results.png"
+MiB = 1024 * 1024
+
+# The same settings for every contender (librdkafka names; kafka-python gets its
+# equivalents where it has them, see contenders/kafka_python_client.py).
+PRODUCER_SETTINGS: dict[str, Any] = {
+    "linger.ms": 5,
+    "batch.num.messages": 10000,
+    "batch.size": 1000000,
+    "acks": "all",
+    "compression.type": "none",
+    "enable.idempotence": "false",
+    "queue.buffering.max.messages": 2000000,
+    "queue.buffering.max.kbytes": 1048576,
+}
+CONSUMER_SETTINGS: dict[str, Any] = {
+    "fetch.wait.max.ms": 100,
+    "fetch.min.bytes": 1,
+    "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 1048576,
+    "queued.max.messages.kbytes": 65536,
+}
+LATENCY_CONSUMER_SETTINGS = {**CONSUMER_SETTINGS, "fetch.wait.max.ms": 10}
+SEND_CHUNK = 10000  # messages per send call (chunk i goes to partition i % partitions)
+CONSUME_BATCH = 10000  # most messages per consume call
+CONSUME_WAIT_MS = 1000
+LATENCY_WAIT_MS = 100
+IDLE = 20.0  # a consumer that got nothing new for this long gives up (the run fails)
+MOCK_PARTITION_BYTES = 4.5 * MiB  # the mock cluster keeps ~5 MiB per partition
+RECORD_OVERHEAD = 16  # bytes a record costs on the broker beyond its value (estimate)
+
+CONTENDERS = ["rdk", "confluent-kafka", "kafka-python", "native C"]
+BASELINE = "confluent-kafka"
+NATIVE = "native C"
+SCRIPTS = {"rdk": "rdk_client.py", "confluent-kafka": "confluent_client.py",
+           "kafka-python": "kafka_python_client.py"}
+BROKERS = ["mock", "tansu"]
+
+
+@dataclass
+class Scenario:
+    """One benchmark scenario; ``count``/``quick_count`` are messages (or bytes of backlog)."""
+
+    name: str
+    kind: str  # produce | consume | arrow | latency | paused_rss
+    title: str
+    size: int
+    count: int
+    quick_count: int
+    contenders: list[str]
+    rate: int = 10000
+    duration: float = 10.0
+    quick_duration: float = 1.0
+    hold: float = 5.0
+    quick_hold: float = 1.0
+
+
+SCENARIOS = [
+    Scenario("produce_100b", "produce", "produce 1 M x 100 B to 4 partitions", 100,
+             1_000_000, 20_000, CONTENDERS),
+    Scenario("produce_1k", "produce", "produce 200 k x 1 KiB to 4 partitions", 1024,
+             200_000, 5_000, CONTENDERS),
+    Scenario("consume_objects", "consume", "consume 1 M x 100 B into message objects", 100,
+             1_000_000, 20_000, CONTENDERS),
+    Scenario("consume_arrow", "arrow", "consume 1 M x 100 B into Arrow", 100,
+             1_000_000, 20_000, ["rdk", NATIVE]),
+    Scenario("latency", "latency", "end-to-end latency at 10 k msg/s, 100 B", 100,
+             0, 0, CONTENDERS),
+    Scenario("paused_rss", "paused_rss", "peak RSS of a paused consumer, 1 GiB backlog",
+             1024, 1024 * MiB, 16 * MiB, ["rdk", "confluent-kafka"]),
+]
+
+
+# ---- brokers ---------------------------------------------------------------------------
+
+
+class MockProcess:
+    """librdkafka's mock cluster (1 broker) served by ``python -m rdk.mock`` in its own process."""
+
+    kind = "mock"
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        cmd = [sys.executable, "-m", "rdk.mock", "--brokers", "1"]
+        for name, parts in topics.items():
+            cmd += ["--topic", f"{name}:{parts}"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
+        line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
+        if not line.startswith("RDK_BROKERS="):
+            self.close()
+            raise RuntimeError(f"mock cluster did not start (printed {line!r})")
+        self.bootstrap_servers = line.split("=", 1)[1]
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+class TansuProcess:
+    """Tansu (rdk.mock.TansuBroker: its own process, memory storage) with topics created."""
+
+    kind = "tansu"
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        from rdk import Admin
+        from rdk.mock import TansuBroker
+
+        self.broker = TansuBroker()
+        self.bootstrap_servers = self.broker.bootstrap_servers
+        try:
+            with Admin(self.bootstrap_servers) as admin:
+                admin.create_topics(topics)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        broker, self.broker = getattr(self, "broker", None), None
+        if broker is not None:
+            broker.close()
+
+
+def start_broker(kind: str, topics: dict[str, int]):
+    return MockProcess(topics) if kind == "mock" else TansuProcess(topics)
+
+
+def watermarks(broker: str, bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
+    """(low, high) of every partition. The mock cluster's ListOffsets answer is right;
+    Tansu's "latest" is not, so there rdk.Admin.watermarks confirms it with a fetch."""
+    from rdk import Admin
+
+    with Admin(bootstrap) as admin:
+        ask = admin.query_watermarks if broker == "mock" else admin.watermarks
+        return [ask(topic, p, timeout=30) for p in range(partitions)]
+
+
+# ---- native C ----------------------------------------------------------------------------
+
+
+def librdkafka_prefix() -> Path | None:
+    for prefix in (os.environ.get("RDK_LIBRDKAFKA_PREFIX"), ROOT / ".deps" / "librdkafka"):
+        if prefix and (Path(prefix) / "lib" / "librdkafka.a").exists():
+            return Path(prefix)
+    return None
+
+
+def build_native() -> tuple[Path | None, str]:
+    """Compile bench/native.c against the static librdkafka rdk links; (binary, why not)."""
+    prefix = librdkafka_prefix()
+    if prefix is None:
+        return None, "no static librdkafka (run scripts/build-librdkafka.sh)"
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        return None, "no C compiler"
+    static = prefix / "lib" / "librdkafka.a"
+    if NATIVE_BIN.exists() and NATIVE_BIN.stat().st_mtime >= max(
+            NATIVE_SRC.stat().st_mtime, static.stat().st_mtime):
+        return NATIVE_BIN, ""
+    cmd = [gcc, "-O2", "-Wall", "-o", str(NATIVE_BIN), str(NATIVE_SRC),
+           f"-I{prefix / 'include'}", str(static),
+           "-lssl", "-lcrypto", "-lz", "-lzstd", "-lm", "-ldl", "-lpthread", "-lrt"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return None, "gcc failed: " + done.stderr.strip()[-500:]
+    return NATIVE_BIN, ""
+
+
+def native_argv(binary: Path, job: dict[str, Any]) -> list[str]:
+    mode = {"produce": "produce", "consume": "consume", "arrow": "consume",
+            "latency": "latency"}[job["scenario"]]
+    args = [str(binary), mode, f"bootstrap={job['bootstrap']}", f"topic={job['topic']}",
+            f"partitions={job['partitions']}", f"count={job['count']}", f"size={job['size']}",
+            f"chunk={job['chunk']}", f"batch={job['batch']}", f"wait={job['wait_ms']}",
+            f"arrow={int(job['scenario'] == 'arrow')}", f"rate={job['rate']}",
+            f"duration={job['duration']}", f"warmup={job['warmup']}", f"timeout={job['timeout']}",
+            f"idle={job['idle']}"]
+    args += [f"P.{k}={v}" for k, v in job["producer"].items()]
+    args += [f"C.{k}={v}" for k, v in job["consumer"].items()]
+    return args
+
+
+# ---- one run -----------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    broker: str
+    scenario: str
+    contender: str
+    repeat: int
+    status: str = "ok"  # ok | failed | unavailable | unsupported
+    problem: str = ""
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def msgs_per_s(self) -> float | None:
+        r = self.result
+        if self.status != "ok" or not r.get("seconds"):
+            return None
+        return r["count"] / r["seconds"]
+
+    @property
+    def mb_per_s(self) -> float | None:
+        r = self.result
+        if self.status != "ok" or not r.get("seconds"):
+            return None
+        return r.get("bytes", 0) / r["seconds"] / 1e6
+
+
+def parse_result(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    return None
+
+
+def execute(contender: str, job: dict[str, Any], native: Path | None) -> tuple[dict | None, str]:
+    """Run one contender process; (result, problem)."""
+    if contender == NATIVE:
+        argv = native_argv(native, job)
+    else:
+        argv = [sys.executable, str(CONTENDER_DIR / SCRIPTS[contender]), json.dumps(job)]
+    limit = job["timeout"] + job.get("duration", 0) + job.get("hold_seconds", 0) + 60
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, cwd=ROOT,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {limit:.0f} s"
+    result = parse_result(done.stdout)
+    if result is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return None, f"exit code {done.returncode}: {' | '.join(tail)}"
+    return result, ""
+
+
+def verify(scenario: Scenario, job: dict[str, Any], result: dict[str, Any], broker: str) -> str:
+    """What is wrong with a finished run ("" when every message is accounted for)."""
+    kind = scenario.kind
+    if result.get("errors"):
+        return f"{result['errors']} error messages"
+    if result.get("bad_size"):
+        return f"{result['bad_size']} batches ended with a value of the wrong size"
+    if kind == "produce":
+        if result.get("count") != job["count"]:
+            return f"delivered {result.get('count')} of {job['count']}"
+        marks = watermarks(broker, job["bootstrap"], job["topic"], job["partitions"])
+        on_broker = sum(high for _, high in marks)
+        if on_broker != job["count"]:
+            return f"broker high watermarks add up to {on_broker}, expected {job['count']}"
+    elif kind in ("consume", "arrow"):
+        if result.get("count") != job["count"]:
+            return f"consumed {result.get('count')} of {job['count']}"
+    elif kind == "latency":
+        total = int(job["rate"] * job["duration"])
+        if result.get("count") != total or result.get("produced", total) != total:
+            return (f"sent {result.get('produced')} and received {result.get('count')} "
+                    f"of {total}")
+        if result.get("duplicates"):
+            return f"{result['duplicates']} duplicates"
+    elif kind == "paused_rss" and not result.get("count"):
+        return "received nothing before pausing"
+    return ""
+
+
+# ---- a scenario on one broker ------------------------------------------------------------
+
+
+def partitions_for(scenario: Scenario, broker: str, count: int) -> int:
+    """4 partitions, or enough that the mock cluster's retention keeps everything."""
+    if scenario.kind in ("produce", "latency"):
+        return 4
+    messages = count if scenario.kind != "paused_rss" else count // scenario.size
+    needed = math.ceil(messages * (scenario.size + RECORD_OVERHEAD) / MOCK_PARTITION_BYTES)
+    if scenario.kind == "paused_rss" or broker == "mock":
+        return max(4, 1 << max(0, needed - 1).bit_length())
+    return 4
+
+
+def make_job(scenario: Scenario, broker: str, bootstrap: str, topic: str, quick: bool,
+             timeout: float) -> dict[str, Any]:
+    count = scenario.quick_count if quick else scenario.count
+    parts = partitions_for(scenario, broker, count)
+    duration = scenario.quick_duration if quick else scenario.duration
+    job = {"scenario": scenario.kind, "bootstrap": bootstrap, "topic": topic,
+           "partitions": parts, "count": count, "size": scenario.size, "chunk": SEND_CHUNK,
+           "batch": CONSUME_BATCH, "wait_ms": CONSUME_WAIT_MS, "rate": scenario.rate,
+           "duration": 0.0, "warmup": 0, "hold_seconds": 0.0, "timeout": timeout, "idle": IDLE,
+           "producer": dict(PRODUCER_SETTINGS), "consumer": dict(CONSUMER_SETTINGS)}
+    if scenario.kind == "latency":
+        job.update(duration=duration, warmup=int(scenario.rate * duration / 10),
+                   wait_ms=LATENCY_WAIT_MS, consumer=dict(LATENCY_CONSUMER_SETTINGS))
+    elif scenario.kind == "paused_rss":
+        job.update(count=count // scenario.size,
+                   hold_seconds=scenario.quick_hold if quick else scenario.hold)
+    return job
+
+
+def fill_topic(native: Path | None, job: dict[str, Any], broker: str) -> str:
+    """Put job["count"] messages evenly on the job's topic with the native producer."""
+    if native is None:
+        return "the native C producer (which fills consume topics) is unavailable"
+    fill = {**job, "scenario": "produce", "chunk": math.ceil(job["count"] / job["partitions"])}
+    result, problem = execute(NATIVE, fill, native)
+    if problem:
+        return f"filling {job['topic']}: {problem}"
+    if result.get("count") != job["count"]:
+        return f"filling {job['topic']}: delivered {result.get('count')} of {job['count']}"
+    marks = watermarks(broker, job["bootstrap"], job["topic"], job["partitions"])
+    per_part = [high - low for low, high in marks]
+    if any(low != 0 for low, _ in marks) or sum(per_part) != job["count"]:
+        return (f"filling {job['topic']}: the broker holds {sum(per_part)} of {job['count']} "
+                f"messages (low watermarks {[low for low, _ in marks][:8]}...): retention "
+                "deleted some; use more partitions or fewer messages")
+    return ""
+
+
+def contender_available(name: str, native: Path | None, native_why: str) -> str:
+    """"" when the contender can run here, else why not."""
+    import importlib.util
+
+    if name == NATIVE:
+        return "" if native is not None else native_why
+    module = {"rdk": "rdk", "confluent-kafka": "confluent_kafka", "kafka-python": "kafka"}[name]
+    if importlib.util.find_spec(module) is None:
+        return f"{module} is not installed (pip install rdk[bench])"
+    return ""
+
+
+def run_scenario(scenario: Scenario, broker: str, args: argparse.Namespace,
+                 native: Path | None, unavailable: dict[str, str], log) -> list[Run]:
+    contenders = [c for c in scenario.contenders if c in args.contenders]
+    tag = uuid.uuid4().hex[:6]
+    shared = scenario.kind in ("consume", "arrow", "paused_rss")
+    topics: dict[tuple[str, int], str] = {}
+    for rep in range(args.repeat):
+        for c in contenders:
+            slug = c.replace(" ", "-").replace("_", "-")
+            topics[(c, rep)] = (f"{scenario.name}-{tag}" if shared
+                                else f"{scenario.name}-{slug}-{rep}-{tag}").replace("_", "-")
+    probe = make_job(scenario, broker, "", "", args.quick, args.timeout)
+    runs: list[Run] = []
+    try:
+        server = start_broker(broker, {t: probe["partitions"] for t in set(topics.values())})
+    except Exception as e:  # noqa: BLE001 - a broker that cannot start fails this scenario's runs
+        return [Run(broker, scenario.name, c, r, "failed", f"broker: {e}")
+                for (c, r) in topics]
+    try:
+        fill_problem = ""
+        if shared:
+            job0 = make_job(scenario, broker, server.bootstrap_servers,
+                            next(iter(topics.values())), args.quick, args.timeout)
+            fill_problem = fill_topic(native, job0, broker)
+            if fill_problem:
+                log(f"  [{broker}] {scenario.name}: {fill_problem}")
+        for rep in range(args.repeat):
+            for c in contenders:
+                run = Run(broker, scenario.name, c, rep + 1)
+                runs.append(run)
+                if unavailable.get(c):
+                    run.status, run.problem = "unavailable", unavailable[c]
+                    continue
+                if fill_problem:
+                    run.status, run.problem = "failed", fill_problem
+                    continue
+                job = make_job(scenario, broker, server.bootstrap_servers, topics[(c, rep)],
+                               args.quick, args.timeout)
+                began = time.monotonic()
+                result, problem = execute(c, job, native)
+                if result is not None and result.get("unavailable"):
+                    run.status, run.problem = "unavailable", result.get("reason", "")
+                elif result is not None and result.get("unsupported"):
+                    run.status, run.problem = "unsupported", result.get("reason", "")
+                elif result is None:
+                    run.status, run.problem = "failed", problem
+                else:
+                    run.result = result
+                    problem = verify(scenario, job, result, broker)
+                    if problem:
+                        run.status, run.problem = "failed", problem
+                log(f"  {describe_run(run)} [{time.monotonic() - began:.1f} s]")
+    finally:
+        server.close()
+    return runs
+
+
+def describe_run(run: Run) -> str:
+    head = f"[{run.broker}] {run.scenario} {run.contender} #{run.repeat}:"
+    if run.status != "ok":
+        return f"{head} {run.status.upper()} {run.problem}"
+    r = run.result
+    if "p99_ms" in r:
+        return f"{head} p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms ({r['count']} msgs)"
+    if "peak_rss" in r:
+        return (f"{head} peak RSS {r['peak_rss'] / MiB:.0f} MiB (baseline "
+                f"{r['baseline_rss'] / MiB:.0f} MiB, {r['count']} received, "
+                f"{r.get('after_pause', 0)} after pause)")
+    return f"{head} {run.msgs_per_s:,.0f} msg/s, {run.mb_per_s:.1f} MB/s ({r['count']} msgs)"
+
+
+# ---- summary -----------------------------------------------------------------------------
+
+
+def summarise(runs: list[Run]) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """summary[broker][scenario][contender] = medians over the verified runs."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for run in runs:
+        cell = out.setdefault(run.broker, {}).setdefault(run.scenario, {}).setdefault(
+            run.contender, {"runs": 0, "ok": 0, "status": run.status, "problems": [],
+                            "_rows": []})
+        cell["runs"] += 1
+        if run.status == "ok":
+            cell["ok"] += 1
+            cell["_rows"].append(run)
+        elif run.problem and run.problem not in cell["problems"]:
+            cell["problems"].append(run.problem)
+        if cell["status"] == "ok" and run.status == "failed":
+            cell["status"] = "failed"
+    for broker in out.values():
+        for scenario in broker.values():
+            for cell in scenario.values():
+                rows = cell.pop("_rows")
+                if not rows:
+                    continue
+                if cell["status"] != "ok" and cell["ok"]:
+                    cell["status"] = "partly failed"
+
+                def med(values):
+                    values = [v for v in values if v is not None]
+                    return statistics.median(values) if values else None
+
+                cell["msgs_per_s"] = med([r.msgs_per_s for r in rows])
+                cell["mb_per_s"] = med([r.mb_per_s for r in rows])
+                for key in ("p50_ms", "p99_ms", "peak_rss", "baseline_rss", "after_pause"):
+                    if key in rows[0].result:
+                        cell[key] = med([r.result.get(key) for r in rows])
+            base = scenario.get(BASELINE, {}).get("msgs_per_s")
+            native = scenario.get(NATIVE, {}).get("msgs_per_s")
+            for cell in scenario.values():
+                v = cell.get("msgs_per_s")
+                if "p99_ms" in cell or "peak_rss" in cell:  # not a throughput scenario
+                    cell["msgs_per_s"] = cell["mb_per_s"] = v = None
+                cell["vs_confluent"] = v / base if v and base else None
+                cell["vs_native"] = v / native if v and native else None
+    return out
+
+
+def check_targets(summary: dict, brokers: list[str]) -> list[dict[str, Any]]:
+    """Each issue-7 target on each broker: holds, missed, or unknown (and why)."""
+    limit = CONSUMER_SETTINGS["queued.max.messages.kbytes"] * 1024 + 64 * MiB
+    specs = [
+        ("produce_100b", "produce 1 M x 100 B >= 2 x confluent-kafka", "vs_confluent", 2.0, ">="),
+        ("produce_1k", "produce 200 k x 1 KiB >= 2 x confluent-kafka", "vs_confluent", 2.0, ">="),
+        ("consume_objects", "consume into objects >= 1.3 x confluent-kafka", "vs_confluent", 1.3,
+         ">="),
+        ("consume_arrow", "Arrow consume >= 0.7 x native C", "vs_native", 0.7, ">="),
+        ("latency", "latency p99 <= confluent-kafka's", "p99_vs_confluent", 1.0, "<="),
+        ("paused_rss", f"paused RSS <= queued.max.messages.kbytes + 64 MiB ({limit // MiB} MiB)",
+         "peak_rss", float(limit), "<="),
+    ]
+    out = []
+    for broker in brokers:
+        for scenario, text, key, bound, op in specs:
+            cells = summary.get(broker, {}).get(scenario, {})
+            rdk = cells.get("rdk", {})
+            value = rdk.get(key)
+            if key == "p99_vs_confluent":
+                base = cells.get(BASELINE, {}).get("p99_ms")
+                value = rdk["p99_ms"] / base if rdk.get("p99_ms") is not None and base else None
+            if value is None:
+                why = "; ".join(rdk.get("problems", [])) or "not measured"
+                state = "unknown"
+            else:
+                holds = value >= bound if op == ">=" else value <= bound
+                state, why = ("holds" if holds else "MISSED"), ""
+            out.append({"broker": broker, "scenario": scenario, "target": text,
+                        "value": value, "bound": bound, "state": state, "why": why})
+    return out
+
+
+def fmt(value: float | None, spec: str, scale: float = 1.0) -> str:
+    return "-" if value is None else format(value / scale, spec)
+
+
+def table(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> str:
+    titles = {s.name: s.title for s in scenarios}
+    head = ("scenario", "contender", "msgs/s", "MB/s", "x confluent", "x native C",
+            "p50 ms", "p99 ms", "peak RSS MiB", "runs ok")
+    lines = []
+    for broker in brokers:
+        rows = [head]
+        for s in scenarios:
+            for c, cell in summary.get(broker, {}).get(s.name, {}).items():
+                if cell["status"] in ("unsupported",):
+                    continue
+                if not cell.get("ok"):
+                    rows.append((s.name, c, cell["status"], "", "", "", "", "", "",
+                                 f"0/{cell['runs']}"))
+                    continue
+                rows.append((s.name, c, fmt(cell.get("msgs_per_s"), ",.0f")
+                             if "p99_ms" not in cell and "peak_rss" not in cell else "-",
+                             fmt(cell.get("mb_per_s"), ".1f")
+                             if "p99_ms" not in cell and "peak_rss" not in cell else "-",
+                             fmt(cell.get("vs_confluent"), ".2f"),
+                             fmt(cell.get("vs_native"), ".2f"),
+                             fmt(cell.get("p50_ms"), ".2f"), fmt(cell.get("p99_ms"), ".2f"),
+                             fmt(cell.get("peak_rss"), ".0f", MiB), f"{cell['ok']}/{cell['runs']}"))
+        widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+        lines.append(f"\nbroker: {broker}")
+        for i, r in enumerate(rows):
+            lines.append("  ".join(str(v).rjust(w) if j >= 2 else str(v).ljust(w)
+                                   for j, (v, w) in enumerate(zip(r, widths))))
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths))
+    lines.append("\nscenarios: " + "; ".join(f"{k} = {v}" for k, v in titles.items()))
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {"cores": os.cpu_count(), "platform": platform.platform(),
+                            "python": platform.python_version()}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["memory_gib"] = round(int(line.split()[1]) / MiB, 1)
+    with contextlib.suppress(OSError):
+        info["load_average_at_start"] = os.getloadavg()
+    versions = {}
+    with contextlib.suppress(Exception):
+        import rdk
+
+        versions["rdk"] = rdk.__version__
+        versions["librdkafka (rdk, native C)"] = rdk.librdkafka_version()
+    with contextlib.suppress(Exception):
+        import confluent_kafka
+
+        versions["confluent-kafka"] = (f"{confluent_kafka.version()[0]} (librdkafka "
+                                       f"{confluent_kafka.libversion()[0]})")
+    with contextlib.suppress(Exception):
+        import kafka
+
+        versions["kafka-python"] = kafka.__version__
+    info["versions"] = versions
+    return info
+
+
+def settings_text() -> str:
+    prod = ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items())
+    cons = ", ".join(f"{k}={v}" for k, v in CONSUMER_SETTINGS.items())
+    return (f"producer: {prod}; {SEND_CHUNK} messages per send call, each call to one "
+            f"partition in turn\nconsumer: {cons}; up to {CONSUME_BATCH} messages per consume "
+            f"call waiting up to {CONSUME_WAIT_MS} ms; latency runs use fetch.wait.max.ms="
+            f"{LATENCY_CONSUMER_SETTINGS['fetch.wait.max.ms']} and return on the first ready "
+            f"message (wait {LATENCY_WAIT_MS} ms)\nkafka-python gets the equivalents it has "
+            "(linger_ms, batch_size, acks, fetch_*); confluent-kafka produces "
+            "without a per-message delivery callback; every run is checked against the "
+            "broker (high watermarks) or the known topic contents")
+
+
+def plot(summary: dict, scenarios: list[Scenario], brokers: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [s.name for s in scenarios if s.kind in ("produce", "consume", "arrow")]
+    fig, axes = plt.subplots(1, len(brokers), figsize=(6 * len(brokers), 4.5), squeeze=False)
+    for ax, broker in zip(axes[0], brokers):
+        width = 0.8 / len(CONTENDERS)
+        for i, c in enumerate(CONTENDERS):
+            values = [(summary.get(broker, {}).get(n, {}).get(c, {}).get("msgs_per_s") or 0) / 1e6
+                      for n in names]
+            ax.bar([x + i * width for x in range(len(names))], values, width, label=c)
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(names))])
+        ax.set_xticklabels(names, rotation=15)
+        ax.set_ylabel("million messages / s")
+        ax.set_title(f"rdk bench on {broker}")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---- command line ------------------------------------------------------------------------
+
+
+def build_parser(prog: str = "python bench/run.py") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, description=__doc__.split("\n\n")[0],
+        epilog="example: %(prog)s --quick   |   %(prog)s --repeat 5 --plot")
+    p.add_argument("--quick", action="store_true",
+                   help="small counts, one repetition (a smoke test, not a measurement)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help="runs per contender and scenario; the median is reported (default 3, "
+                        "--quick 1)")
+    p.add_argument("--brokers", default=",".join(BROKERS),
+                   help=f"comma-separated subset of {','.join(BROKERS)}")
+    p.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS),
+                   help="comma-separated subset of " + ",".join(s.name for s in SCENARIOS))
+    p.add_argument("--contenders", default=",".join(CONTENDERS),
+                   help="comma-separated subset of " + ",".join(CONTENDERS))
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON (bench/results.json)")
+    p.add_argument("--plot", nargs="?", type=Path, const=DEFAULT_PLOT, default=None,
+                   help="also write a matplotlib PNG (default bench/results.png)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
+    return p
+
+
+def _pick(parser: argparse.ArgumentParser, text: str, allowed: list[str], what: str) -> list[str]:
+    chosen = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in chosen if x not in allowed]
+    if bad or not chosen:
+        parser.error(f"--{what}: unknown {bad or text!r}; choose from {', '.join(allowed)}")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; returns 0 when every run was verified (targets do not matter)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.brokers = _pick(parser, args.brokers, BROKERS, "brokers")
+    args.contenders = _pick(parser, args.contenders, CONTENDERS, "contenders")
+    wanted = _pick(parser, args.scenarios, [s.name for s in SCENARIOS], "scenarios")
+    scenarios = [s for s in SCENARIOS if s.name in wanted]
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
+
+    def log(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    started = time.time()
+    info = machine()
+    native, native_why = build_native() if NATIVE in args.contenders else (None, "not selected")
+    unavailable = {c: contender_available(c, native, native_why) for c in args.contenders}
+    for c, why in unavailable.items():
+        if why:
+            log(f"{c}: unavailable ({why})")
+    log(f"settings:\n{settings_text()}")
+    runs: list[Run] = []
+    for broker in args.brokers:
+        for scenario in scenarios:
+            log(f"[{broker}] {scenario.name}: {scenario.title}"
+                + (" (quick counts)" if args.quick else ""))
+            began = time.monotonic()
+            runs += run_scenario(scenario, broker, args, native, unavailable, log)
+            log(f"  ({time.monotonic() - began:.1f} s)")
+    summary = summarise(runs)
+    targets = check_targets(summary, args.brokers)
+
+    print(table(summary, scenarios, args.brokers))
+    print("\nsettings (every contender):\n" + settings_text())
+    print("\ntargets" + (" (quick mode: small counts, not meaningful)" if args.quick else "") + ":")
+    for t in targets:
+        print(f"  [{t['broker']}] {t['target']}: {t['state']}"
+              + (f" ({t['value']:.3g})" if t["value"] is not None and t["scenario"] != "paused_rss"
+                 else f" ({t['value'] / MiB:.0f} MiB)" if t["value"] is not None else "")
+              + (f" - {t['why']}" if t["why"] else ""))
+    failed = [r for r in runs if r.status == "failed"]
+    info["load_average_at_end"] = os.getloadavg()
+    report = {
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": "python bench/run.py" + ("" if argv is None and len(sys.argv) <= 1 else
+                                            " " + " ".join(argv if argv is not None else sys.argv[1:])),
+        "quick": args.quick, "repeat": args.repeat, "seconds": round(time.time() - started, 1),
+        "machine": info,
+        "settings": {"producer": PRODUCER_SETTINGS, "consumer": CONSUMER_SETTINGS,
+                     "latency_consumer": LATENCY_CONSUMER_SETTINGS, "send_chunk": SEND_CHUNK,
+                     "consume_batch": CONSUME_BATCH, "consume_wait_ms": CONSUME_WAIT_MS,
+                     "latency_wait_ms": LATENCY_WAIT_MS},
+        "scenarios": [asdict(s) for s in scenarios],
+        "runs": [asdict(r) for r in runs],
+        "summary": summary,
+        "targets": targets,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str))
+    print(f"\nwrote {args.out}" + (f" in {report['seconds']:.0f} s" if report["seconds"] else ""))
+    if args.plot:
+        plot(summary, scenarios, args.brokers, args.plot)
+        print(f"wrote {args.plot}")
+    if failed:
+        print(f"{len(failed)} run(s) FAILED verification: see above", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
