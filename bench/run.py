@@ -12,8 +12,6 @@ It prints a table, writes ``bench/results.json`` and with ``--plot`` a PNG.
 produced and consumed every message, not a measurement.
 """
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import json
