@@ -287,8 +287,15 @@ class Client:
 
         conf = new_conf({"log.queue": True, **props})
         if self._topic_props:
-            tconf = new_topic_conf(self._topic_props)
-            lib.rd_kafka_conf_set_default_topic_conf(conf, tconf)  # conf owns tconf now
+            # Set on the global conf, librdkafka applies them to its default topic conf on
+            # top of topic-level properties given in props (message.timeout.ms, acks...);
+            # replacing the default topic conf would silently drop those.
+            validate_topic_options(self._topic_props)
+            try:
+                _set_all(lib.rd_kafka_conf_set, conf, self._topic_props, "topic_options")
+            except BaseException:
+                lib.rd_kafka_conf_destroy(conf)
+                raise
         lib.rd_kafka_conf_set_events(conf, EVENTS_ALL)
         errstr = ffi.new("char[]", 512)
         rk_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER

@@ -323,7 +323,7 @@ class Producer:
                 raise ClosedError("Producer is stopped: send() after stop() is not allowed")
             args.rkt = self._client.topic(topic)
             self._sends[send_id] = state
-            self._outstanding += n
+            self._outstanding += n  # before the C call: reports may come back before it returns
             self._active += 1
         enqueued = 0
         refused: list[int] = []  # call indices refused for lack of room
@@ -338,6 +338,8 @@ class Producer:
                 enqueued += got
                 if got == args.n:
                     break
+                with self._cond:  # only what librdkafka took is outstanding
+                    self._outstanding -= args.n - got
                 codes = ffi.unpack(errs, args.n)
                 at = (lambda p: p) if indices is None else indices.__getitem__
                 failed = list(compress(range(args.n), codes))
@@ -351,6 +353,8 @@ class Producer:
                 indices = array("i", full)
                 args.indices = ffi.from_buffer("int32_t[]", indices)
                 args.n = len(indices)
+                with self._cond:
+                    self._outstanding += args.n
         finally:
             with self._cond:
                 self._active -= 1
@@ -467,7 +471,6 @@ class Producer:
         with self._cond:
             k = len(dropped) + len(failed)
             self._dropped += len(dropped)
-            self._outstanding -= k
             state[_REMAINING] -= k
             if k and kept:
                 state[_FAILURES] = (state[_FAILURES] or []) + failed + dropped
