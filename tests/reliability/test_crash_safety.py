@@ -1,0 +1,195 @@
+"""Consumer crash safety: worker processes (rdk.workers) consume a topic and are SIGKILLed
+at random moments, again and again, and restarted in the same slot each time.
+
+At the end every offset of every partition was processed at least once, each restart
+re-processed at most one in-flight window, and every offset file parsed every time a
+reader polling them read it (never backwards, never a temp file left behind).
+
+CI variant: 200 k messages, 20 kills, about a minute. ``RDK_SOAK=1`` adds the soak
+variant (1 M messages, 100 kills).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from functools import partial
+
+import crash_worker
+import pytest
+from conftest import wait_until
+
+from rdk import Admin, Producer
+from rdk.mock import MockCluster
+from rdk.offsets import list_offset_files, offset_file_path, read_offset_file
+from rdk.workers import WorkerPool
+
+PARTITIONS = 4
+WORKERS = 2
+BATCH = 500  # max_messages_per_callback
+
+
+class OffsetFileReader(threading.Thread):
+    """Reads every offset file over and over while the workers run and get killed."""
+
+    def __init__(self, directory: str, topic: str) -> None:
+        super().__init__(name="offset-file-reader", daemon=True)
+        self.directory, self.topic = directory, topic
+        self.reads = 0
+        self.errors: list[str] = []
+        self.last: dict[int, int] = {}
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(0.002):
+            for f in list_offset_files(self.directory, self.topic):
+                try:
+                    value = read_offset_file(f.path)
+                except Exception as e:  # noqa: BLE001 - any failure to parse is a finding
+                    self.errors.append(f"{f.path.name}: {type(e).__name__}: {e}")
+                    continue
+                if value is None:  # never removed once written
+                    self.errors.append(f"{f.path.name} vanished")
+                    continue
+                self.reads += 1
+                if value < self.last.get(f.partition, -1):
+                    self.errors.append(f"{f.path.name} went back from {self.last[f.partition]} to {value}")
+                self.last[f.partition] = value
+
+
+def produce(bootstrap: str, topic: str, per_partition: int) -> None:
+    with Producer(bootstrap, queue_buffering_max_messages=2_000_000) as p:
+        for part in range(PARTITIONS):
+            for start in range(0, per_partition, 50_000):
+                stop = min(per_partition, start + 50_000)
+                res = p.send(topic, part, [b"%d:%d" % (part, i) for i in range(start, stop)])
+                assert res.enqueued == stop - start
+        assert p.flush(60) == 0
+    with Admin(bootstrap) as admin:
+        for part in range(PARTITIONS):
+            assert admin.watermarks(topic, part) == (0, per_partition)
+
+
+def processed_so_far(records_dir: str) -> int:
+    return sum(os.path.getsize(f) for f in glob.glob(os.path.join(records_dir, "*.bin"))) // 12
+
+
+def crash_run(tmp_path, total: int, kills: int, pace: float, seed: int) -> dict:
+    per_partition = total // PARTITIONS
+    offset_dir, records_dir = str(tmp_path / "offsets"), str(tmp_path / "records")
+    os.makedirs(records_dir)
+    topic = "crash"
+    rng = random.Random(seed)
+    with MockCluster(1) as mc:
+        mc.create_topic(topic, PARTITIONS)
+        produce(mc.bootstrap_servers, topic, per_partition)
+        os.makedirs(offset_dir)
+        reader = OffsetFileReader(offset_dir, topic)
+        reader.start()
+        factory = partial(crash_worker.make_consumer, mc.bootstrap_servers, topic, offset_dir,
+                          records_dir, pace, BATCH)
+        pool = WorkerPool(WORKERS, factory, max_restarts=None, restart_backoff=0.0,
+                          stop_timeout=20.0, healthy_after=0.5)
+        pool.start()
+        killed_pids: set[int] = set()
+        pending_at_kill = []
+        started_kills = 0
+        try:
+            assert pool.wait_started(60), "workers did not start"
+            for k in range(kills):
+                slot = rng.randrange(WORKERS)
+                pid = wait_until(lambda s=slot: (pool.pids.get(s) not in killed_pids | {None})
+                                 and pool.pids.get(s), 60, what=f"a live worker in slot {slot}")
+                # most kills hit a consumer that is running; every fourth one may land while
+                # the process is still starting (importing, taking locks, reading offsets)
+                if k % 4:
+                    wait_until(lambda s=slot, p=pid: s in pool.partitions or pool.pids.get(s) != p, 60,
+                               what=f"worker {pid} to start its consumer")
+                    started_kills += pool.pids.get(slot) == pid and slot in pool.partitions
+                time.sleep(rng.uniform(0.05, 0.6))  # the random moment (fault schedule)
+                pending_at_kill.append(total - processed_so_far(records_dir))
+                os.kill(pid, signal.SIGKILL)
+                killed_pids.add(pid)
+
+            def finished() -> bool:
+                return all(read_offset_file(offset_file_path(offset_dir, topic, p)) == per_partition - 1
+                           for p in range(PARTITIONS))
+
+            wait_until(finished, 120, interval=0.1, what="every partition's offset file at its end")
+        finally:
+            pool.stop(60)
+            reader.halt.set()
+            reader.join(10)
+        restarts = sum(pool.restarts.values())
+        assert pool.error is None
+
+    # ---- what the workers recorded -------------------------------------------------------
+    files = sorted(glob.glob(os.path.join(records_dir, "*.bin")),
+                   key=lambda f: int(os.path.basename(f).split("-")[2]))
+    seen: dict[int, set] = {s: set() for s in range(WORKERS)}
+    counts: Counter = Counter()
+    dup_per_process = []
+    mismatches = 0
+    for f in files:
+        slot = int(os.path.basename(f).split("-")[1])
+        parts, offs, bad, _torn = crash_worker.read_records(f)
+        mismatches += bad
+        mine = set(zip(parts, offs))
+        dup_per_process.append(len(mine & seen[slot]))
+        seen[slot] |= mine
+        counts.update(zip(parts, offs))
+    everything = {(p, o) for p in range(PARTITIONS) for o in range(per_partition)}
+    lost = everything - set(counts)
+    duplicates = sum(c - 1 for c in counts.values())
+    return {
+        "seed": seed, "messages": total, "kills": kills, "restarts": restarts, "processes": len(files),
+        "lost": len(lost), "unexpected": len(set(counts) - everything),
+        "duplicates": duplicates, "max_duplicates_per_restart": max(dup_per_process),
+        "mismatched_payloads": mismatches, "offset_file_reads": reader.reads,
+        "kills_of_running_consumers": started_kills, "reader_errors": reader.errors[:5], "kills_with_work_pending": sum(1 for n in pending_at_kill if n > 0),
+        "temp_files_left": [n for n in os.listdir(offset_dir) if n.endswith(".tmp")],
+        "final_offsets": {p: read_offset_file(offset_file_path(offset_dir, topic, p))
+                          for p in range(PARTITIONS)},
+    }
+
+
+# One in-flight window: the batch recorded when the kill came, plus the batch whose offsets
+# were being written then (temp file, fsync, rename, directory fsync).
+WINDOW = 2 * BATCH
+
+
+def check(report: dict, total: int, kills: int) -> None:
+    print("\ncrash-safety report:", json.dumps(report, sort_keys=True))
+    assert report["lost"] == 0
+    assert report["unexpected"] == 0
+    assert report["mismatched_payloads"] == 0
+    assert report["reader_errors"] == []
+    assert report["offset_file_reads"] > 1000
+    assert report["temp_files_left"] == []
+    assert report["kills"] == kills and report["restarts"] == kills
+    assert report["kills_with_work_pending"] == kills, "some kills came after the work was done"
+    assert report["kills_of_running_consumers"] >= kills // 2
+    assert report["max_duplicates_per_restart"] <= WINDOW
+    assert report["final_offsets"] == {p: total // PARTITIONS - 1 for p in range(PARTITIONS)}
+
+
+@pytest.mark.timeout(240)
+def test_sigkilled_workers_lose_nothing_and_repeat_at_most_one_window(tmp_path, record_property):
+    total, kills = 200_000, 20
+    report = crash_run(tmp_path, total, kills, pace=1 / 5000, seed=int(time.time()))
+    for k, v in report.items():
+        record_property(k, v)
+    check(report, total, kills)
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_soak_sigkilled_workers_lose_nothing(tmp_path):
+    total, kills = 1_000_000, 100
+    check(crash_run(tmp_path, total, kills, pace=1 / 8000, seed=int(time.time())), total, kills)
