@@ -21,7 +21,9 @@ class Admin:
 
     def __init__(self, broker: str, driver_options: Mapping[str, Any] | None = None) -> None:
         check_broker(broker)
-        self._props = {"bootstrap.servers": broker, **dict(driver_options or {})}
+        # a metadata lookup must not create the topic it asks about
+        self._props = {"bootstrap.servers": broker, "allow.auto.create.topics": False,
+                       **dict(driver_options or {})}
         self._client = _binding.Client("producer", self._props)
         self._fetch_client: _binding.Client | None = None
 

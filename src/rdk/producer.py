@@ -667,8 +667,8 @@ class Producer:
         return left
 
     def close(self) -> None:
-        """Close without waiting (same as ``stop(0)``)."""
-        self.stop(0)
+        """Same as ``stop()`` (drains for up to 15 s, then closes)."""
+        self.stop()
 
     def _check_open(self) -> None:
         if self._closing:

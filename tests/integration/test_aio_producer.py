@@ -1,0 +1,94 @@
+"""rdk.aio.Producer: awaiting a send resolves once every message of the call is settled,
+with the same accounting as on_delivery; the event loop is never blocked."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+import rdk
+from rdk import aio
+from rdk.errors import ClosedError
+
+
+def test_await_send_resolves_with_the_calls_accounting(broker, new_topic):
+    topic = new_topic(broker, 2)
+
+    async def main():
+        async with aio.Producer(broker.bootstrap_servers, queue_buffering_max_ms=5) as p:
+            first = await p.send(topic, 0, [b"a", b"b", b"c"])
+            many = await asyncio.gather(*(p.send(topic, None, [b"x%d" % i] * 10) for i in range(8)))
+            assert await p.partition_count(topic) == 2
+            assert await p.flush(5) == 0
+        return first, many, p
+
+    first, many, p = asyncio.run(main())
+    assert first == (3, []) and first.delivered == 3 and first.failures == []
+    assert [m.delivered for m in many] == [10] * 8
+    with pytest.raises(ClosedError):
+        p.producer.send(topic, 0, [b"late"])
+    with rdk.Admin(broker.bootstrap_servers) as admin:
+        assert sum(admin.watermarks(topic, q)[1] for q in range(2)) == 83
+
+
+def test_failures_come_back_as_messages_with_their_errors(mock_cluster):
+    mock_cluster.create_topic("aio-faults", 1)
+
+    async def main():
+        p = aio.Producer(mock_cluster.bootstrap_servers, queue_buffering_max_ms=20)
+        try:
+            await p.send("aio-faults", 0, [b"warm-up"])
+            mock_cluster.push_request_errors("Produce", ["INVALID_RECORD"])
+            return await p.send("aio-faults", 0, [(b"k%d" % i, b"v%d" % i) for i in range(5)])
+        finally:
+            assert await p.stop() == 0
+
+    result = asyncio.run(main())
+    assert result.delivered == 0
+    assert [(m.key, m.value, m.topic, e.name) for m, e in result.failures] == [
+        (b"k%d" % i, b"v%d" % i, "aio-faults", "INVALID_RECORD") for i in range(5)]
+
+
+def test_block_policy_waits_for_room_off_the_event_loop(mock_cluster):
+    mock_cluster.create_topic("aio-block", 1)
+
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.001)
+                ticks += 1
+
+        t = asyncio.create_task(ticker())
+        async with aio.Producer(mock_cluster.bootstrap_servers, queue_buffering_max_messages=10,
+                                queue_buffering_max_ms=1, on_queue_full="block") as p:
+            result = await p.send("aio-block", 0, [b"%03d" % i for i in range(300)], timeout=60)
+        t.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result == (300, [])
+    assert ticks > 0  # the loop kept running while send() waited for room
+
+
+def test_cancelled_waiter_does_not_break_the_producer(broker, new_topic):
+    topic = new_topic(broker, 1)
+
+    async def main():
+        async with aio.Producer(broker.bootstrap_servers, queue_buffering_max_ms=200) as p:
+            task = asyncio.create_task(p.send(topic, 0, [b"cancelled waiter"]))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return await p.send(topic, 0, [b"after"])
+
+    start = time.monotonic()
+    assert asyncio.run(main()) == (1, [])
+    assert time.monotonic() - start < 20
+    with rdk.Admin(broker.bootstrap_servers) as admin:
+        assert admin.watermarks(topic, 0)[1] == 2  # the cancelled call's message was still delivered
