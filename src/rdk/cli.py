@@ -653,7 +653,13 @@ class _Tally:
         return int(self._value.value)
 
     def take(self, n: int) -> int:
-        """Reserve up to n of the budget (call with ``lock`` held); returns how many."""
+        """Reserve up to n of the budget (call with ``lock`` held); returns how many.
+
+        A negative n gives back what was reserved but could not be written.
+        """
+        if n < 0:
+            self._value.value += n
+            return n
         k = n if self.limit is None else max(0, min(n, self.limit - self._value.value))
         self._value.value += k
         return k
@@ -723,6 +729,7 @@ class _CliConsumer:
                                                   self.job.format))
                         out.flush()
                     except (BrokenPipeError, ValueError):  # the reader is gone: stop
+                        tally.take(-k)  # not written after all
                         self._finish()
                         raise _Unrecorded("stdout is closed") from None
             exhausted = tally.exhausted
@@ -808,6 +815,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 while not (stop.is_set() or worker.done.is_set() or worker.consumer.closed):
                     stop.wait(0.2)  # a progress refresh period; the loop ends on events
                     progress.update(tally.written, tally.written)
+                progress.update(tally.written, tally.written)
         finally:
             worker.stop()
     _summary(tally.written, f"partitions {partitions}", started)

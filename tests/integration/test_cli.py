@@ -436,3 +436,48 @@ def test_stats_shows_the_lag_of_an_offset_directory(mock_cluster, tmp_path, caps
                     ["1", "0", "20", "20", "4", "15"],
                     ["2", "0", "20", "20", "-", "20"],
                     ["total", "-", "-", "60", "-", "35"]]
+
+
+def test_consume_ends_quietly_when_stdout_is_closed(mock_cluster, tmp_path):
+    mock_cluster.create_topic("piped", 1)
+    produce_numbers(mock_cluster.bootstrap_servers, "piped", 1, 20000)
+    proc = subprocess.Popen([PY, "-m", "rdk", "consume", "-b", mock_cluster.bootstrap_servers,
+                             "-t", "piped", "--offset-dir", str(tmp_path),
+                             "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = proc.stdout.readline()
+        assert json.loads(first)["offset"] == 0
+        proc.stdout.close()  # like `| head -n 1`
+        err = proc.stderr.read()
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert b"Traceback" not in err and b"consumed " in err
+    # what the pipe accepted before it closed is recorded; the rest is not
+    stored = read_offset_file(offset_file_path(tmp_path, "piped", 0))
+    assert stored is None or stored < 20000 - 1
+
+
+def test_stats_watch_refreshes_until_interrupted(mock_cluster, tmp_path):
+    mock_cluster.create_topic("watched", 2)
+    produce_numbers(mock_cluster.bootstrap_servers, "watched", 2, 5)
+    proc = subprocess.Popen([PY, "-m", "rdk", "stats", "-b", mock_cluster.bootstrap_servers,
+                             "-t", "watched", "--watch", "--interval", "0.1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        headers = 0
+        lines = []
+        while headers < 2:  # two refreshes
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line.split())
+            headers += line.startswith(b"# ")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert [b"total", b"-", b"-", b"10"] in lines
