@@ -391,6 +391,8 @@ class Client:
                     self._dispatch(ev)
                 finally:
                     lib.rd_kafka_event_destroy(ev)
+            if self._stopping.is_set():  # close() is waiting: what is left dies with the handle
+                return handled
             ev = lib.rdk_poll_events(self.main_queue, 0, d)
             if ev == ffi.NULL and not (d.n_runs or d.n_failed) and d.pending == ffi.NULL:
                 return handled

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate, compress, count
 from typing import Any, NamedTuple
@@ -113,9 +114,9 @@ class StatsInfo:
 
 
 # per-send state: a list indexed by these (cheaper than an object on the DR path).
-# _LAYOUT keeps the send's value buffer alive: librdkafka points into it (no copy) until
+# _BUFFERS keeps the send's value buffer alive: librdkafka points into it (no copy) until
 # the last delivery report of the send has been served.
-_PAYLOADS, _TOPIC, _PART, _REMAINING, _DELIVERED, _FAILURES, _ON_DELIVERY, _LAYOUT = range(8)
+_PAYLOADS, _TOPIC, _PART, _REMAINING, _DELIVERED, _FAILURES, _ON_DELIVERY, _BUFFERS = range(8)
 
 
 def _bad_option(message: str) -> ConfigError:
@@ -230,7 +231,10 @@ class Producer:
         self._active = 0  # send() calls inside the C enqueue
         self._dropped = 0
         self._ready: list[list] = []  # settled sends whose on_delivery is still due
-        self._report: list = []  # failures not yet given to delivery_report_callback
+        # failures not yet reported: (message, error) items for delivery_report_callback and
+        # counts per error code (for its rdkafka_errinfo, or one log line without it)
+        self._report: list = []
+        self._report_counts: dict[int, int] = {}
         self._closing = False
         self._closed = False
         self._fatal: KafkaError | None = None
@@ -290,7 +294,8 @@ class Producer:
         if on_delivery is not None and not callable(on_delivery):
             raise TypeError(f"on_delivery must be callable, got {type(on_delivery).__name__}")
 
-        layout = _layout(payloads)  # validates everything before anything is enqueued
+        args = ffi.new("rdk_produce_args *")
+        buffers = _layout(payloads, args)  # validates everything before anything is enqueued
         if topic not in self._topics_ok:
             self._topics_ok.add(topic)
         n = len(payloads)
@@ -301,22 +306,20 @@ class Producer:
         if part == _UA:
             if self.balancer in _C_BALANCERS:
                 partition_cnt, balancer = self._c_balancer(topic, 10.0 if timeout is None else timeout)
-            elif layout.keys == ffi.NULL and self._sticky_ms > 0:
+            elif args.keys == ffi.NULL and self._sticky_ms > 0:
                 partition_cnt, balancer = self._sticky_balancer(topic)
 
         keep = payloads if (on_delivery is not None or self._dr_cb is not None) else None
         if keep is not None and isinstance(keep, list):
             keep = tuple(keep)  # the caller may reuse its list; failures must name the right message
-        state = [keep, topic, None if part == _UA else part, n, 0, None, on_delivery, layout]
+        state = [keep, topic, None if part == _UA else part, n, 0, None, on_delivery, buffers]
         send_id = next(self._send_ids)
-        args = ffi.new("rdk_produce_args *")
         args.rk = self._rk
         args.partition = part
         args.balancer = balancer
         args.partition_cnt = partition_cnt
         args.opaque_base = send_id << 32
-        args.no_copy = 1  # state[_LAYOUT] outlives every message of the send
-        layout.fill(args)
+        args.no_copy = 1  # state[_BUFFERS] outlives every message of the send
 
         with self._cond:
             if self._closing:
@@ -474,18 +477,24 @@ class Producer:
             state[_REMAINING] -= k
             if k and kept:
                 state[_FAILURES] = (state[_FAILURES] or []) + failed + dropped
-            if self._dr_cb is not None or state[_ON_DELIVERY] is None:
-                self._report += failed
+            if failed and (self._dr_cb is not None or state[_ON_DELIVERY] is None):
+                self._add_report(failed if self._dr_cb is not None else [],
+                                 Counter(code for _, code in other))
             if state[_REMAINING] == 0:
                 self._sends.pop(send_id, None)
                 self._ready.append(state)
             self._cond.notify_all()
         self._client.wake()
 
+    def _add_report(self, items: list, counts: Mapping[int, int]) -> None:
+        """Queue failures for the next report (caller holds the lock)."""
+        self._report += items
+        for code, cnt in counts.items():
+            self._report_counts[code] = self._report_counts.get(code, 0) + cnt
+
     # -- event thread ----------------------------------------------------------
     def _on_deliveries(self, d: Any) -> None:
         done = []
-        report = None
         with self._cond:
             sends = self._sends
             n_runs = d.n_runs
@@ -505,76 +514,92 @@ class Producer:
                     if st[_REMAINING] == 0:
                         done.append(sends.pop(sid))
                 self._outstanding -= settled
-            n_failed = d.n_failed
-            if n_failed:
-                report = self._fold_failures(d, n_failed, done)
+            if d.n_failed:
+                self._fold_failures(d, d.n_failed, done)
             self._dr_gen += 1
             self._cond.notify_all()
-        if report:
-            self._deliver_report(report)
+        if self._dr_cb is not None and self._report_counts:
+            self._flush_report()  # promptly; without a callback the log line waits for _on_poll
         for st in done:
             self._complete(st)
 
-    def _fold_failures(self, d: Any, n_failed: int, done: list) -> list:
-        """Record failures on their sends (caller holds the lock); returns them for reporting."""
+    def _fold_failures(self, d: Any, n_failed: int, done: list) -> None:
+        """Record failures on their sends (caller holds the lock).
+
+        Counting is done at C speed; messages are rebuilt only for sends whose caller
+        will see them (on_delivery or delivery_report_callback).
+        """
         sends = self._sends
-        errors: dict[int, KafkaError] = {}
-        report = []  # for delivery_report_callback, else logged unless on_delivery saw them
-        reporting = self._dr_cb is not None
-        fs, fi, fe, fp = d.failed_send, d.failed_index, d.failed_err, d.failed_partition
-        for i in range(n_failed):
-            sid, idx, code, part = fs[i], fi[i], fe[i], fp[i]
-            err = errors.get(code)
-            if err is None:
-                err = errors[code] = KafkaError(code)
+        sids = ffi.unpack(d.failed_send, n_failed)
+        codes = ffi.unpack(d.failed_err, n_failed)
+        detailed: dict[int, list] = {}
+        for sid, cnt in Counter(sids).items():
             st = sends.get(sid)
             if st is None:
-                log.error("delivery report for unknown send %d", sid)
+                log.error("delivery report for unknown send %d (%d failed messages)", sid, cnt)
                 continue
             if st[_PAYLOADS] is not None:
-                item = (_message_at(st, idx, part), err)
-                if st[_FAILURES] is None:
-                    st[_FAILURES] = []
-                st[_FAILURES].append(item)
-            else:
-                item = (None, err)
-            if reporting or st[_ON_DELIVERY] is None:
-                report.append(item)
-            st[_REMAINING] -= 1
+                detailed[sid] = st
+            st[_REMAINING] -= cnt
             if st[_REMAINING] == 0:
                 done.append(sends.pop(sid))
         self._outstanding -= n_failed
-        return report
+        if not detailed:  # nobody sees these messages one by one: count them for the log line
+            self._add_report([], Counter(codes))
+            return
+        reporting = self._dr_cb is not None
+        errors: dict[int, KafkaError] = {}
+        items, counts = [], Counter()
+        indices = ffi.unpack(d.failed_index, n_failed)
+        partitions = ffi.unpack(d.failed_partition, n_failed)
+        for sid, idx, code, part in zip(sids, indices, codes, partitions):
+            st = detailed.get(sid)
+            if st is None:  # a send without callbacks (only when reporting is off), or unknown
+                if not reporting:
+                    counts[code] += 1
+                continue
+            err = errors.get(code)
+            if err is None:
+                err = errors[code] = KafkaError(code)
+            item = (_message_at(st, idx, part), err)
+            if st[_FAILURES] is None:
+                st[_FAILURES] = []
+            st[_FAILURES].append(item)
+            if reporting:
+                items.append(item)
+                counts[code] += 1
+            elif st[_ON_DELIVERY] is None:
+                counts[code] += 1
+        self._add_report(items, counts)
 
     def _on_poll(self) -> None:
         if self._lookups:
             self._run_lookups()
-        if not (self._ready or self._report):
-            return
-        with self._cond:
-            ready, self._ready = self._ready, []
-            report, self._report = self._report, []
-        if report:
-            self._deliver_report(report)
-        for st in ready:
-            self._complete(st)
+        if self._report_counts:
+            self._flush_report()
+        if self._ready:
+            with self._cond:
+                ready, self._ready = self._ready, []
+            for st in ready:
+                self._complete(st)
 
-    def _deliver_report(self, report: list) -> None:
-        """Failures -> delivery_report_callback (or one warning when there is none)."""
-        summary: dict[int, int] = {}
-        for _, err in report:
-            summary[err.code] = summary.get(err.code, 0) + 1
+    def _flush_report(self) -> None:
+        """Pending failures -> delivery_report_callback (or one warning when there is none)."""
+        with self._cond:
+            items, self._report = self._report, []
+            counts, self._report_counts = self._report_counts, {}
+        if not counts:
+            return
         errinfo = [
             {"errcode": code, "errname": _binding.err_name(code),
              "errstr": _binding.err_description(code), "count": cnt}
-            for code, cnt in summary.items()
+            for code, cnt in counts.items()
         ]
         if self._dr_cb is None:
-            log.warning("rdk.Producer: %d message(s) not delivered: %s",
-                        sum(summary.values()),
+            log.warning("rdk.Producer: %d message(s) not delivered: %s", sum(counts.values()),
                         ", ".join(f"{e['errname']} x{e['count']}" for e in errinfo))
             return
-        self._dr_cb(DeliveryReportInfo(report, errinfo))
+        self._dr_cb(DeliveryReportInfo(items, errinfo))
 
     def _complete(self, st: list) -> None:
         cb = st[_ON_DELIVERY]
@@ -616,7 +641,7 @@ class Producer:
     def _drain(self, deadline: float) -> int:
         while True:
             with self._cond:
-                if self._outstanding <= 0 and not self._ready and not self._report:
+                if self._outstanding <= 0 and not self._ready and not self._report_counts:
                     return 0
             left = deadline - time.monotonic()
             if left <= 0:
@@ -627,7 +652,7 @@ class Producer:
             lib.rd_kafka_flush(self._rk, max(1, int(left * 1000)))
             with self._cond:
                 self._cond.wait_for(
-                    lambda: self._outstanding <= 0 and not self._ready and not self._report,
+                    lambda: self._outstanding <= 0 and not self._ready and not self._report_counts,
                     max(0.0, min(0.2, deadline - time.monotonic())),
                 )
 
@@ -655,13 +680,14 @@ class Producer:
             self._cond.notify_all()
         start = time.monotonic()
         deadline = start + timeout
-        grace = min(1.0, timeout * 0.2)
+        purge_at = deadline - min(1.0, timeout * 0.2)  # time left to report what is purged
+        close_at = deadline - min(0.2, timeout * 0.1)  # time left to free the handle
         with self._cond:  # blocked sends see _closing and return
-            self._cond.wait_for(lambda: self._active == 0, max(0.0, deadline - grace - start))
-        left = self._drain(deadline - grace)
+            self._cond.wait_for(lambda: self._active == 0, max(0.0, purge_at - start))
+        left = self._drain(purge_at)
         if left:
             lib.rd_kafka_purge(self._rk, _PURGE_ALL)
-            self._drain(deadline)
+            self._drain(close_at)
         self._closed = True
         self._client.close()
         return left
@@ -706,72 +732,34 @@ def _message_at(state: list, index: int, partition: int | None) -> Message:
 # ---- payload layout ----------------------------------------------------------------
 
 
-class _Layout:
-    """The C-ready arrays of one send(): kept alive until the C call returns."""
-
-    __slots__ = (
-        "_keep",
-        "header_index",
-        "header_name_offsets",
-        "header_names",
-        "header_value_null",
-        "header_value_offsets",
-        "header_values",
-        "key_null",
-        "key_offsets",
-        "keys",
-        "n",
-        "timestamps",
-        "value_null",
-        "value_offsets",
-        "values",
-    )
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.values = self.value_offsets = self.value_null = ffi.NULL
-        self.keys = self.key_offsets = self.key_null = ffi.NULL
-        self.timestamps = self.header_index = ffi.NULL
-        self.header_names = self.header_name_offsets = ffi.NULL
-        self.header_values = self.header_value_offsets = self.header_value_null = ffi.NULL
-        self._keep: list = []
-
-    def fill(self, args: Any) -> None:
-        args.n = self.n
-        args.indices = ffi.NULL
-        args.values = self.values
-        args.value_offsets = self.value_offsets
-        args.value_null = self.value_null
-        args.keys = self.keys
-        args.key_offsets = self.key_offsets
-        args.key_null = self.key_null
-        args.timestamps = self.timestamps
-        args.header_index = self.header_index
-        args.header_names = self.header_names
-        args.header_name_offsets = self.header_name_offsets
-        args.header_values = self.header_values
-        args.header_value_offsets = self.header_value_offsets
-        args.header_value_null = self.header_value_null
-
-
-def _buffer(chunks: list) -> Any:
+def _buffer(chunks: list, keep: list) -> Any:
     joined = b"".join(chunks)
-    return ffi.from_buffer(joined) if joined else _EMPTY
+    if not joined:
+        return _EMPTY
+    buf = ffi.from_buffer(joined)
+    keep.append(buf)
+    return buf
 
 
-def _offsets(lengths: Any) -> Any:
-    return ffi.from_buffer("int64_t[]", array("q", list(accumulate(lengths, initial=0))))
+def _offsets(lengths: Any, keep: list) -> Any:
+    buf = ffi.from_buffer("int64_t[]", array("q", list(accumulate(lengths, initial=0))))
+    keep.append(buf)
+    return buf
 
 
-def _nulls(flags: list) -> Any:
-    return ffi.from_buffer("unsigned char[]", bytes(flags))
+def _nulls(flags: list, keep: list) -> Any:
+    buf = ffi.from_buffer("unsigned char[]", bytes(flags))
+    keep.append(buf)
+    return buf
 
 
-def _layout(payloads: Sequence[Any]) -> _Layout:
-    """Validate every payload, then lay the list out for one rdk_produce_batch call."""
-    out = _Layout(len(payloads))
+def _layout(payloads: Sequence[Any], args: Any) -> list:
+    """Validate every payload, then lay the list out in ``args`` (an ``rdk_produce_args``)
+    for one rdk_produce_batch call. Returns the buffers ``args`` points into."""
+    args.n = len(payloads)
+    keep: list = []
     if not payloads:
-        return out
+        return keep
     try:  # the hot path, no per-message Python code: join accepts only bytes-like items
         joined = b"".join(payloads)
     except TypeError:
@@ -781,22 +769,22 @@ def _layout(payloads: Sequence[Any]) -> _Layout:
         # len() is the byte size for bytes, bytearray and byte-format memoryviews; any
         # other buffer (array, 2-D view) makes the total differ: lay it out item by item
         if offsets[-1] == len(joined):
-            out.values = ffi.from_buffer(joined) if joined else _EMPTY
-            out.value_offsets = ffi.from_buffer("int64_t[]", offsets)
-            return out
-        return _layout_general(payloads, out)
-    kinds = set(map(type, payloads))
-    if kinds == {str}:
+            values = ffi.from_buffer(joined) if joined else _EMPTY
+            value_offsets = ffi.from_buffer("int64_t[]", offsets)
+            args.values = values
+            args.value_offsets = value_offsets
+            return [values, value_offsets]
+        return _layout_general(payloads, args, keep)
+    if set(map(type, payloads)) == {str}:
         if all(map(str.isascii, payloads)):
-            joined = "".join(payloads).encode("ascii")
-            out.values = ffi.from_buffer(joined) if joined else _EMPTY
-            out.value_offsets = _offsets(map(len, payloads))
+            args.values = _buffer(["".join(payloads).encode("ascii")], keep)
+            args.value_offsets = _offsets(map(len, payloads), keep)
         else:
             encoded = list(map(str.encode, payloads))
-            out.values = _buffer(encoded)
-            out.value_offsets = _offsets(map(len, encoded))
-        return out
-    return _layout_general(payloads, out)
+            args.values = _buffer(encoded, keep)
+            args.value_offsets = _offsets(map(len, encoded), keep)
+        return keep
+    return _layout_general(payloads, args, keep)
 
 
 def _as_bytes(value: Any, index: int, what: str, allow_none: bool) -> bytes | bytearray | None:
@@ -816,7 +804,7 @@ def _as_bytes(value: Any, index: int, what: str, allow_none: bool) -> bytes | by
         "(bytes, bytearray, memoryview or str" + (", or None)" if allow_none else ")"))
 
 
-def _layout_general(payloads: Sequence[Any], out: _Layout) -> _Layout:
+def _layout_general(payloads: Sequence[Any], args: Any, keep: list) -> list:
     n = len(payloads)
     values: list = [None] * n
     keys: list = [None] * n
@@ -847,26 +835,30 @@ def _layout_general(payloads: Sequence[Any], out: _Layout) -> _Layout:
             values[i] = _as_bytes(p, i, "payload", False)
         if keys[i] is not None:
             any_key = True
-    out.values = _buffer([v for v in values if v])
-    out.value_offsets = _offsets(len(v) if v is not None else 0 for v in values)
+    args.values = _buffer([v for v in values if v], keep)
+    args.value_offsets = _offsets((len(v) if v is not None else 0 for v in values), keep)
     if None in values:
-        out.value_null = _nulls([v is None for v in values])
+        args.value_null = _nulls([v is None for v in values], keep)
     if any_key:
-        out.keys = _buffer([k for k in keys if k])
-        out.key_offsets = _offsets(len(k) if k is not None else 0 for k in keys)
-        out.key_null = _nulls([k is None for k in keys])
+        args.keys = _buffer([k for k in keys if k], keep)
+        args.key_offsets = _offsets((len(k) if k is not None else 0 for k in keys), keep)
+        args.key_null = _nulls([k is None for k in keys], keep)
     if any_ts:
-        out.timestamps = ffi.from_buffer("int64_t[]", array("q", stamps))
+        stamps_buf = ffi.from_buffer("int64_t[]", array("q", stamps))
+        keep.append(stamps_buf)
+        args.timestamps = stamps_buf
     if any_headers:
         flat = [h for hs in headers if hs for h in hs]
-        out.header_index = ffi.from_buffer(
-            "int32_t[]", array("i", accumulate((len(hs) if hs else 0 for hs in headers), initial=0)))
-        out.header_names = _buffer([name for name, _ in flat])
-        out.header_name_offsets = _offsets(len(name) for name, _ in flat)
-        out.header_values = _buffer([v for _, v in flat if v])
-        out.header_value_offsets = _offsets(len(v) if v is not None else 0 for _, v in flat)
-        out.header_value_null = _nulls([v is None for _, v in flat])
-    return out
+        index = ffi.from_buffer("int32_t[]", array(
+            "i", list(accumulate((len(hs) if hs else 0 for hs in headers), initial=0))))
+        keep.append(index)
+        args.header_index = index
+        args.header_names = _buffer([name for name, _ in flat], keep)
+        args.header_name_offsets = _offsets((len(name) for name, _ in flat), keep)
+        args.header_values = _buffer([v for _, v in flat if v], keep)
+        args.header_value_offsets = _offsets((len(v) if v is not None else 0 for _, v in flat), keep)
+        args.header_value_null = _nulls([v is None for _, v in flat], keep)
+    return keep
 
 
 def _headers(hs: Any, index: int) -> list[tuple[bytes, bytes | None]]:

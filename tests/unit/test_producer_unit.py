@@ -168,6 +168,13 @@ def test_context_manager_stops_the_producer():
 # ---- the layout handed to rdk_produce_batch ------------------------------------------
 
 
+def lay_out(payloads):
+    """The rdk_produce_args one send() would hand to C (and the buffers it points into)."""
+    args = ffi.new("rdk_produce_args *")
+    keep = _layout(payloads, args)
+    return args, keep
+
+
 def unpack(buf, offsets, nulls, n, i):
     if nulls != ffi.NULL and ffi.cast("unsigned char *", nulls)[i]:
         return None
@@ -176,16 +183,16 @@ def unpack(buf, offsets, nulls, n, i):
 
 def test_bytes_fast_path_is_one_buffer_and_int64_offsets():
     payloads = [b"", b"a\x00b", bytearray(b"cd"), memoryview(b"efg")]
-    lay = _layout(payloads)
+    lay, keep = lay_out(payloads)
     assert lay.n == 4 and lay.keys == ffi.NULL and lay.value_null == ffi.NULL
     assert [lay.value_offsets[i] for i in range(5)] == [0, 0, 3, 5, 8]
     assert ffi.unpack(lay.values, 8) == b"a\x00bcdefg"
 
 
 def test_str_payloads_are_utf8_ascii_or_not():
-    lay = _layout(["ab", "", "c"])
+    lay, keep = lay_out(["ab", "", "c"])
     assert [lay.value_offsets[i] for i in range(4)] == [0, 2, 2, 3]
-    lay = _layout(["é", "x€"])
+    lay, keep = lay_out(["é", "x€"])
     assert [unpack(lay.values, lay.value_offsets, lay.value_null, 2, i) for i in range(2)] == [
         "é".encode(), "x€".encode()]
 
@@ -194,7 +201,7 @@ def test_memoryview_of_wider_items_is_sent_as_its_bytes():
     import array
 
     mv = memoryview(array.array("i", [1, 2]))
-    lay = _layout([b"x", mv])
+    lay, keep = lay_out([b"x", mv])
     assert unpack(lay.values, lay.value_offsets, lay.value_null, 2, 1) == mv.tobytes()
 
 
@@ -207,7 +214,7 @@ def test_general_layout_carries_keys_nulls_headers_and_timestamps():
         Message(b"m", key=b"", headers=[("h1", b"x"), (b"h2", None)], timestamp=1700000000000),
         Message("text", headers={"a": "b"}),
     ]
-    lay = _layout(payloads)
+    lay, keep = lay_out(payloads)
     values = [unpack(lay.values, lay.value_offsets, lay.value_null, 6, i) for i in range(6)]
     keys = [unpack(lay.keys, lay.key_offsets, lay.key_null, 6, i) for i in range(6)]
     assert values == [b"plain", b"v1", b"no key", None, b"m", b"text"]
