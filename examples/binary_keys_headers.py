@@ -18,22 +18,20 @@ import threading
 from _broker import kafka
 
 import rdk
-from rdk.message import Message
-from rdk.producer import Producer
 
 
-def sample_messages(n: int) -> list[Message]:
+def sample_messages(n: int) -> list[rdk.Message]:
     out = [
-        Message(b"\x00\x01\x02\x00", key=b"\x00key-with-nul"),
-        Message(b"", key=b"empty value"),
-        Message(None, key=b"user-42"),  # a tombstone: deletes user-42 in a compacted topic
-        Message("text is UTF-8 encoded: h\u00e9llo", key="k\u00e9y",
-                headers=[("content-type", b"text/plain"), ("trace", None)]),
-        Message(bytes(range(256)), key=None, headers=[("bin", bytes([0, 255, 0]))]),
+        rdk.Message(b"\x00\x01\x02\x00", key=b"\x00key-with-nul"),
+        rdk.Message(b"", key=b"empty value"),
+        rdk.Message(None, key=b"user-42"),  # a tombstone: deletes user-42 in a compacted topic
+        rdk.Message("text is UTF-8 encoded: h\u00e9llo", key="k\u00e9y",
+                    headers=[("content-type", b"text/plain"), ("trace", None)]),
+        rdk.Message(bytes(range(256)), key=None, headers=[("bin", bytes([0, 255, 0]))]),
     ]
     for i in range(n):
-        out.append(Message(os.urandom(i % 64), key=b"user-%d" % (i % 7),
-                           headers=[("seq", str(i).encode()), ("raw", os.urandom(4))]))
+        out.append(rdk.Message(os.urandom(i % 64), key=b"user-%d" % (i % 7),
+                               headers=[("seq", str(i).encode()), ("raw", os.urandom(4))]))
     return out
 
 
@@ -46,7 +44,7 @@ def fnv1a_partition(key: bytes, partitions: int) -> int:
     return abs(signed) % partitions
 
 
-def expected(m: Message) -> tuple:
+def expected(m: rdk.Message) -> tuple:
     """What the consumer gives back: str becomes UTF-8 bytes; headers keep their order."""
     enc = (lambda v: v.encode() if isinstance(v, str) else v)
     return (enc(m.value), enc(m.key), [(k, enc(v)) for k, v in m.headers] if m.headers else None)
@@ -63,14 +61,14 @@ def main() -> None:
     with kafka(args.topic, partitions) as broker:
         with rdk.Admin(broker) as admin:  # start after whatever the topic already holds
             start = {p: admin.watermarks(args.topic, p)[1] for p in range(partitions)}
-        with Producer(broker, balancer="fnv1a") as producer:
+        with rdk.Producer(broker, balancer="fnv1a") as producer:
             keyless = [m for m in sent if m.key is None]
             keyed = [m for m in sent if m.key is not None]
             producer.send(args.topic, 0, keyless)  # no key: name the partition
             producer.send(args.topic, None, keyed)  # keyed: the balancer picks
             assert producer.flush(30) == 0, "not everything was delivered"
 
-        received: list[Message] = []
+        received: list[rdk.Message] = []
         done = threading.Event()
 
         def receive_callback(batch: rdk.Batch) -> None:

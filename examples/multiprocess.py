@@ -21,7 +21,6 @@ from _broker import kafka
 import rdk
 from rdk import workers
 from rdk.offsets import list_offset_files, read_offset_file
-from rdk.producer import Producer
 
 
 def handle(batch: rdk.Batch) -> None:
@@ -44,7 +43,7 @@ def main() -> None:
     offset_dir = args.offset_dir or tempfile.mkdtemp(prefix="kafka-offsets-")
 
     with kafka(args.topic, args.partitions) as broker:
-        with Producer(broker, balancer="round_robin") as producer:
+        with rdk.Producer(broker, balancer="round_robin") as producer:
             producer.send(args.topic, None, [b"job %d" % i for i in range(args.messages)])
             producer.flush(30)
         with rdk.Admin(broker) as admin:  # what the consumers' kafka_log_size will add up to

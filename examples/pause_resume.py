@@ -21,7 +21,6 @@ import threading
 from _broker import kafka
 
 import rdk
-from rdk.producer import Producer
 
 
 class SlowProcessor:
@@ -70,7 +69,7 @@ def main() -> None:
     offset_dir = tempfile.mkdtemp(prefix="kafka-offsets-")
 
     with kafka(args.topic, partitions=2) as broker:
-        with Producer(broker) as producer:
+        with rdk.Producer(broker) as producer:
             producer.send(args.topic, None, [b"event %d" % i for i in range(args.messages)])
             producer.flush(30)
         with rdk.Admin(broker) as admin:  # the topic may hold older messages too

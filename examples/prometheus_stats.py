@@ -21,7 +21,6 @@ from _broker import kafka
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, start_http_server
 
 import rdk
-from rdk.producer import Producer
 
 registry = CollectorRegistry()
 SEND_QUEUE = Gauge("rdk_producer_send_queue_length", "Messages awaiting delivery", registry=registry)
@@ -89,8 +88,8 @@ def main() -> None:
                                 stats_callback=consumer_stats,
                                 statistics_interval_ms=args.interval_ms)
         consumer.start()
-        with Producer(broker, balancer="round_robin", stats_callback=producer_stats,
-                      statistics_interval_ms=args.interval_ms) as producer:
+        with rdk.Producer(broker, balancer="round_robin", stats_callback=producer_stats,
+                          statistics_interval_ms=args.interval_ms) as producer:
             for start in range(0, args.messages, 1000):
                 chunk = [b"reading %d" % i for i in range(start, min(start + 1000, args.messages))]
                 producer.send(args.topic, None, chunk)

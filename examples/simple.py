@@ -18,7 +18,6 @@ import uuid
 from _broker import kafka
 
 import rdk
-from rdk.producer import Producer
 
 
 def main() -> None:
@@ -45,7 +44,7 @@ def main() -> None:
         consumer = rdk.Consumer(broker, args.topic, offset_dir, receive_callback)
         print("consumer owns partitions", consumer.start())
 
-        with Producer(broker) as producer:
+        with rdk.Producer(broker) as producer:
             npartitions = producer.partition_count(args.topic)
             for i in range(args.messages):
                 # kafka-native's example picks the partition round robin by hand

@@ -16,7 +16,6 @@ import pytest
 
 import rdk
 from rdk import Admin, cli
-from rdk.message import Message
 from rdk.offsets import (
     list_offset_files,
     lock_partitions,
@@ -24,7 +23,6 @@ from rdk.offsets import (
     read_offset_file,
     write_offset_file,
 )
-from rdk.producer import Producer
 
 PY = sys.executable
 
@@ -256,8 +254,9 @@ def test_produce_reads_stdin_lines_with_keys_to_one_partition(mock_cluster, tmp_
 
 def test_json_format_shows_binary_bytes_as_base64(mock_cluster, tmp_path):
     mock_cluster.create_topic("bin", 1)
-    with Producer(mock_cluster.bootstrap_servers) as p:
-        p.send("bin", 0, [Message(b"\xff\x00", key=b"\x80", headers=[("h", b"\xfe"), ("t", b"ok")])])
+    with rdk.Producer(mock_cluster.bootstrap_servers) as p:
+        p.send("bin", 0, [rdk.Message(b"\xff\x00", key=b"\x80",
+                                      headers=[("h", b"\xfe"), ("t", b"ok")])])
     r = rdk_cli("consume", "-b", mock_cluster.bootstrap_servers, "-t", "bin", "--offset-dir",
                 str(tmp_path), "--format", "json", "--count", "1")
     assert r.returncode == 0, r.stderr
@@ -268,7 +267,7 @@ def test_json_format_shows_binary_bytes_as_base64(mock_cluster, tmp_path):
 
 
 def produce_numbers(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
-    with Producer(bootstrap) as p:
+    with rdk.Producer(bootstrap) as p:
         for part in range(partitions):
             p.send(topic, part, [b"%d-%d" % (part, i) for i in range(per_partition)])
         assert p.flush(30) == 0
@@ -335,7 +334,7 @@ def test_consume_from_latest_skips_what_is_already_there(mock_cluster, tmp_path)
     try:
         # produce again until the consumer (which starts at the end) has seen 3 new ones
         deadline = time.monotonic() + 60
-        with Producer(mock_cluster.bootstrap_servers) as p:
+        with rdk.Producer(mock_cluster.bootstrap_servers) as p:
             while proc.poll() is None and time.monotonic() < deadline:
                 p.send("late", 0, [b"new"])
                 p.flush(5)

@@ -24,7 +24,6 @@ import pytest
 import rdk
 from rdk import workers
 from rdk.offsets import offset_file_path, read_offset_file
-from rdk.producer import Producer
 
 BATCH = 100  # max_messages_per_callback: "one batch" of duplicates
 
@@ -64,7 +63,7 @@ def processed(outdir: Path) -> list[tuple[int, int, int, int]]:
 
 
 def produce(broker, topic: str, partitions: int, per_partition: int) -> None:
-    with Producer(broker.bootstrap_servers) as p:
+    with rdk.Producer(broker.bootstrap_servers) as p:
         for part in range(partitions):
             p.send(topic, part, [b"m%d" % i for i in range(per_partition)])
         assert p.flush(30) == 0
