@@ -437,9 +437,15 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
         memmove(b->msgs, b->msgs + b->carry_start, sizeof(*b->msgs) * (size_t)have);
     b->carry_start = 0;
     b->carry_end = have;
-    if (have < max_messages) {
-        ssize_t got = rd_kafka_consume_batch_queue(rkqu, have ? 0 : timeout_ms,
-                                                   b->msgs + have, (size_t)(max_messages - have));
+    if (have == 0) {
+        /* Wait only for the first message: rd_kafka_consume_batch_queue would wait the
+         * whole timeout for a full batch, adding up to timeout_ms of latency per batch. */
+        rd_kafka_message_t *first = rd_kafka_consume_queue(rkqu, timeout_ms);
+        if (first) b->msgs[have++] = first;
+    }
+    if (have > 0 && have < max_messages) {
+        ssize_t got = rd_kafka_consume_batch_queue(rkqu, 0, b->msgs + have,
+                                                   (size_t)(max_messages - have));
         if (got > 0) have += (int)got;
     }
     b->carry_end = have;
