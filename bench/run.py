@@ -602,7 +602,10 @@ def settings_text() -> str:
             f"call waiting up to {CONSUME_WAIT_MS} ms; latency runs use fetch.wait.max.ms="
             f"{LATENCY_CONSUMER_SETTINGS['fetch.wait.max.ms']} and return on the first ready "
             f"message (wait {LATENCY_WAIT_MS} ms)\nkafka-python gets the equivalents it has "
-            "(linger_ms, batch_size, acks, fetch_*); confluent-kafka produces "
+            "(linger_ms, batch_size, acks, enable_idempotence, fetch_*; api_version=(2, 3));\n"
+            "produce timing: a connected producer, from the first send to the last delivery "
+            "report; consume timing: from a cold start (client creation) to the last expected "
+            "message; confluent-kafka produces "
             "without a per-message delivery callback; every run is checked against the "
             "broker (high watermarks) or the known topic contents")
 
