@@ -350,9 +350,10 @@ class Producer:
                 other += [(at(p), codes[p]) for p in failed if codes[p] != _QUEUE_FULL]
                 if not full:
                     break
+                refused = full  # until librdkafka takes them (also if the wait is interrupted)
                 if self.on_queue_full != "block" or not self._wait_for_room(gen, len(full), deadline):
-                    refused = full
                     break
+                refused = []
                 indices = array("i", full)
                 args.indices = ffi.from_buffer("int32_t[]", indices)
                 args.n = len(indices)
@@ -363,10 +364,8 @@ class Producer:
                 self._active -= 1
                 if self._closing:
                     self._cond.notify_all()
-        if refused or other:
-            self._settle_unsent(send_id, state, refused, other)
-        elif n == 0:
-            self._settle_unsent(send_id, state, [], [])
+            if refused or other or n == 0:
+                self._settle_unsent(send_id, state, refused, other)
         queue_length = self._outstanding
         if refused and self.on_queue_full == "raise":
             raise QueueFullError(
@@ -689,7 +688,7 @@ class Producer:
             lib.rd_kafka_purge(self._rk, _PURGE_ALL)
             self._drain(close_at)
         self._closed = True
-        self._client.close()
+        self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
         return left
 
     def close(self) -> None:
