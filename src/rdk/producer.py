@@ -206,8 +206,6 @@ class Producer:
                               "accounting; delivery_report_callback already reports failures only")
         self.balancer = balancer
         self.on_queue_full = on_queue_full
-        self._max_messages = int(driver.get("queue.buffering.max.messages",
-                                            queue_buffering_max_messages))
 
         props: dict[str, Any] = {
             "bootstrap.servers": broker,
@@ -218,6 +216,9 @@ class Producer:
             **driver,
         }
         _binding.validate_options(driver, "driver_options")
+        # effective values once librdkafka has accepted them (driver_options win)
+        self._max_messages = int(driver.get("queue.buffering.max.messages",
+                                            queue_buffering_max_messages))
         topic_props = dict(topic)
         if balancer in _PARTITIONERS:
             topic_props = {"partitioner": _PARTITIONERS[balancer], **topic_props}
@@ -688,7 +689,7 @@ class Producer:
             lib.rd_kafka_purge(self._rk, _PURGE_ALL)
             self._drain(close_at)
         self._closed = True
-        self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
+        self._client.close()
         return left
 
     def close(self) -> None:
