@@ -240,17 +240,19 @@ class Run:
 
     @property
     def msgs_per_s(self) -> float | None:
+        """Messages in the timed window per second (consumers: after the first batch)."""
         r = self.result
-        if self.status != "ok" or not r.get("seconds"):
+        if self.status != "ok" or not r.get("seconds") or not r.get("count"):
             return None
-        return r["count"] / r["seconds"]
+        return r.get("timed_count", r["count"]) / r["seconds"]
 
     @property
     def mb_per_s(self) -> float | None:
         r = self.result
-        if self.status != "ok" or not r.get("seconds"):
+        rate = self.msgs_per_s
+        if rate is None:
             return None
-        return r.get("bytes", 0) / r["seconds"] / 1e6
+        return rate * r.get("bytes", 0) / r["count"] / 1e6
 
 
 def parse_result(stdout: str) -> dict[str, Any] | None:
@@ -604,8 +606,8 @@ def settings_text() -> str:
             f"message (wait {LATENCY_WAIT_MS} ms)\nkafka-python gets the equivalents it has "
             "(linger_ms, batch_size, acks, enable_idempotence, fetch_*; api_version=(2, 3));\n"
             "produce timing: a connected producer, from the first send to the last delivery "
-            "report; consume timing: from a cold start (client creation) to the last expected "
-            "message; confluent-kafka produces "
+            "report; consume timing: from the first batch in the application's hands to the "
+            "last one processed, the first batch not counted (start-up excluded); confluent-kafka produces "
             "without a per-message delivery callback; every run is checked against the "
             "broker (high watermarks) or the known topic contents")
 

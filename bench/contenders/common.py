@@ -94,6 +94,30 @@ class Progress:
         return now - self.last < self.idle and now < self.deadline
 
 
+class ConsumeClock:
+    """Times steady consumption, the same way for every contender: from the moment the first
+    batch reaches the application to the moment the last one is processed. The first batch's
+    messages are not counted in the rate (start-up, offset lookup and first fetch excluded)."""
+
+    def __init__(self, job: Job) -> None:
+        self.size = job.size
+        self.t0: float | None = None
+        self.t_end = 0.0
+        self.first = 0
+
+    def arrived(self, n: int) -> None:
+        if self.t0 is None:
+            self.t0, self.first = time.perf_counter(), n
+
+    def processed(self) -> None:
+        self.t_end = time.perf_counter()
+
+    def result(self, count: int, **extra: Any) -> dict[str, Any]:
+        seconds = self.t_end - self.t0 if self.t0 is not None else 0.0
+        return {"count": count, "timed_count": max(0, count - self.first),
+                "bytes": count * self.size, "seconds": max(seconds, 0.0), **extra}
+
+
 class LatencyRecorder:
     """Collects receive-minus-send times of stamped payloads, ignoring the warm-up ones."""
 

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from common import (
+    ConsumeClock,
     Job,
     LatencyRecorder,
     PacedSender,
@@ -67,25 +68,24 @@ def produce(job: Job) -> dict[str, Any]:
 def consume(job: Job) -> dict[str, Any]:
     count = errors = bad_size = 0
     wait = job.wait_ms / 1000
-    t0 = time.perf_counter()  # from a cold start, like every contender's consume
     c = new_consumer(job)
     assign_all(c, job)
+    clock = ConsumeClock(job)
     progress = Progress(job)
     while count < job.count and progress.alive(count):
         msgs = c.consume(job.batch, wait)
         if not msgs:
             continue
+        clock.arrived(len(msgs))
         for m in msgs:
             if m.error() is not None:
                 errors += 1
         count += len(msgs)
         if len(msgs[-1].value() or b"") != job.size:
             bad_size += 1
-    seconds = time.perf_counter() - t0
+        clock.processed()
     c.close()
-    count -= errors
-    return {"count": count, "bytes": count * job.size, "seconds": seconds, "errors": errors,
-            "bad_size": bad_size}
+    return clock.result(count - errors, errors=errors, bad_size=bad_size)
 
 
 def latency(job: Job) -> dict[str, Any]:

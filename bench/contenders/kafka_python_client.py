@@ -11,7 +11,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from common import Job, LatencyRecorder, PacedSender, Progress, chunks, payload_pool, run
+from common import (
+    ConsumeClock,
+    Job,
+    LatencyRecorder,
+    PacedSender,
+    Progress,
+    chunks,
+    payload_pool,
+    run,
+)
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 # librdkafka property -> (kafka-python keyword, converter)
@@ -83,21 +92,23 @@ def produce(job: Job) -> dict[str, Any]:
 
 def consume(job: Job) -> dict[str, Any]:
     count = bad_size = 0
-    t0 = time.perf_counter()  # from a cold start, like every contender's consume
     c, tps = new_consumer(job)
     c.assign(tps)
     c.seek_to_beginning(*tps)
+    clock = ConsumeClock(job)
     progress = Progress(job)
     while count < job.count and progress.alive(count):
         got = c.poll(timeout_ms=job.wait_ms, max_records=job.batch)
+        if not got:
+            continue
+        clock.arrived(sum(map(len, got.values())))
         for records in got.values():
             count += len(records)
             if len(records[-1].value) != job.size:
                 bad_size += 1
-    seconds = time.perf_counter() - t0
+        clock.processed()
     c.close()
-    return {"count": count, "bytes": count * job.size, "seconds": seconds, "errors": 0,
-            "bad_size": bad_size}
+    return clock.result(count, errors=0, bad_size=bad_size)
 
 
 def latency(job: Job) -> dict[str, Any]:

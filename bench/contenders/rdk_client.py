@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from common import (
+    ConsumeClock,
     Job,
     LatencyRecorder,
     PacedSender,
@@ -93,25 +94,26 @@ def consume(job: Job) -> dict[str, Any]:
     done = threading.Event()
     state = {"count": 0, "bad_size": 0}
 
+    clock = ConsumeClock(job)
+
     def receive(batch: Any) -> None:
         msgs = batch.messages
+        clock.arrived(len(msgs))
         state["count"] += len(msgs)
         if len(msgs[-1].value or b"") != job.size:
             state["bad_size"] += 1
+        clock.processed()
         if state["count"] >= job.count:
             done.set()
 
     with tempfile.TemporaryDirectory(prefix="rdk-bench-") as offsets:
-        t0 = time.perf_counter()  # from a cold start, like every contender's consume
         c = new_consumer(job, receive, offsets)
         c.start()
         progress = Progress(job)
         while not done.wait(0.2) and progress.alive(state["count"]):
             pass
-        seconds = time.perf_counter() - t0
         c.stop()
-    return {"count": state["count"], "bytes": state["count"] * job.size, "seconds": seconds,
-            "errors": 0, "bad_size": state["bad_size"]}
+    return clock.result(state["count"], errors=0, bad_size=state["bad_size"])
 
 
 def arrow(job: Job) -> dict[str, Any]:
@@ -120,7 +122,6 @@ def arrow(job: Job) -> dict[str, Any]:
     rdk_arrow = need("rdk.arrow")
     import pyarrow.compute as pc
     lib = binding.lib
-    t0 = time.perf_counter()  # from a cold start, like every contender's consume
     client = binding.Client("consumer", {"bootstrap.servers": job.bootstrap,
                                          "enable.partition.eof": False, **job.consumer})
     client.partition_count(job.topic, timeout=30)
@@ -128,11 +129,13 @@ def arrow(job: Job) -> dict[str, Any]:
     count = bad_size = errors = 0
     for p in range(job.partitions):
         fetcher.start(p, lib.RD_KAFKA_OFFSET_BEGINNING)
+    clock = ConsumeClock(job)
     progress = Progress(job)
     while count < job.count and progress.alive(count):
         b = fetcher.fetch(job.wait_ms)
         if b.n == 0:
             continue
+        clock.arrived(b.n)
         rb = rdk_arrow.record_batch(b, job.topic)
         if b.n_errors:
             errors += b.n_errors
@@ -140,11 +143,10 @@ def arrow(job: Job) -> dict[str, Any]:
         count += rb.num_rows
         if pc.sum(pc.binary_length(rb.column(1))).as_py() != job.size * rb.num_rows:
             bad_size += 1
-    seconds = time.perf_counter() - t0
+        clock.processed()
     fetcher.close()
     client.close()
-    return {"count": count, "bytes": count * job.size, "seconds": seconds, "errors": errors,
-            "bad_size": bad_size}
+    return clock.result(count, errors=errors, bad_size=bad_size)
 
 
 def latency(job: Job) -> dict[str, Any]:
