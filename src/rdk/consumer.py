@@ -183,6 +183,16 @@ def _is_event_loop(loop: Any) -> bool:
     return isinstance(loop, asyncio.AbstractEventLoop)
 
 
+try:  # the C fast path (setup.py builds it; optional)
+    from . import _messages
+except ImportError:  # pragma: no cover - exercised by the fallback test
+    _messages = None
+
+
+def _addr(ptr: Any) -> int:
+    return int(ffi.cast("uintptr_t", ptr))
+
+
 def _null_indices(bitmap: Any, n: int) -> list[int]:
     bits = ffi.buffer(bitmap, (n + 7) // 8)[:]
     return [i for i in range(n) if not (bits[i >> 3] >> (i & 7)) & 1]
@@ -319,6 +329,7 @@ class Consumer:
         self._expected: Any = None
         self._fetched: dict[int, int] = {}
         self._reset_at: dict[int, int] = {}
+        self._beyond: dict[int, tuple[int, int]] = {}
         self._handed: dict[int, int] = {}
         self.partitions: list[int] = []
         self.partition_count: int | None = None
@@ -611,43 +622,55 @@ class Consumer:
                                   context=self.topic))
 
     def _convert(self, b: Any) -> Batch | None:
-        """The C batch as Message tuples, built with map/zip (no Python code per message)."""
+        """The C batch as a Batch of Message tuples: one call into rdk._messages (C), or
+        the pure-Python equivalent built with map/zip when that module is absent."""
         n = b.n
         if b.n_errors:
             self._handle_errors(b)
             if b.n_errors == n:
                 return None
+        headers = self._headers(b, n) if b.n_headers else None
+        if _messages is not None:
+            messages = _messages.build(
+                Message, self.topic, n, _addr(b.values), _addr(b.value_offsets),
+                _addr(b.value_valid) if b.value_nulls else 0, self.decode is not None,
+                _addr(b.keys) if b.key_nulls != n else 0, _addr(b.key_offsets),
+                _addr(b.key_valid) if b.key_nulls else 0, _addr(b.timestamp),
+                _addr(b.timestamp_type), _addr(b.partition), _addr(b.offset),
+                _addr(b.err) if b.n_errors else 0, headers)
+        else:
+            messages = self._build_messages(b, n, headers)
+        np = b.n_parts
+        reps = ffi.new("int64_t[2]")
+        lib.rdk_batch_track(b, self._expected, self.partition_count, reps, reps + 1)
+        parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
+                         ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np)))
+        return Batch(messages, int(reps[0]), int(reps[1]), self.topic, parts, self)
+
+    def _build_messages(self, b: Any, n: int, headers: list[Any] | None) -> list[Message]:
+        """Pure-Python fallback of rdk._messages.build: columns, then map/zip at C speed."""
         values: list[Any] = _slices(b.values, b.value_offsets, n)
         if self.decode:
             values = list(map(str, values, repeat("utf-8"), repeat("replace")))
         if b.value_nulls:
             for i in _null_indices(b.value_valid, n):
                 values[i] = None
-        if b.key_nulls == n:
-            keys: Any = repeat(None)
-        else:
+        keys: Any = repeat(None)
+        if b.key_nulls != n:
             keys = _slices(b.keys, b.key_offsets, n)
             if b.key_nulls:
                 for i in _null_indices(b.key_valid, n):
                     keys[i] = None
-        headers = self._headers(b, n) if b.n_headers else repeat(None)
-        timestamps = ffi.unpack(b.timestamp, n)
+        timestamps: list[Any] = ffi.unpack(b.timestamp, n)
         kinds = ffi.buffer(b.timestamp_type, n)[:]
         if b"\x00" in kinds:
             timestamps = [None if k == 0 else t for k, t in zip(kinds, timestamps)]
-        np = b.n_parts
-        part_ids = ffi.unpack(b.part_id, np)
-        parts_col: Any = repeat(part_ids[0]) if np == 1 and not b.n_errors else ffi.unpack(b.partition, n)
-        messages = list(map(tuple.__new__, repeat(Message),
-                            zip(values, keys, headers, timestamps, repeat(self.topic),
-                                parts_col, ffi.unpack(b.offset, n))))
+        messages = list(map(tuple.__new__, repeat(Message), zip(
+            values, keys, repeat(None) if headers is None else headers, timestamps,
+            repeat(self.topic), ffi.unpack(b.partition, n), ffi.unpack(b.offset, n))))
         if b.n_errors:
             messages = [m for m, e in zip(messages, ffi.unpack(b.err, n)) if not e]
-        reps = ffi.new("int64_t[2]")
-        lib.rdk_batch_track(b, self._expected, self.partition_count, reps, reps + 1)
-        parts = list(zip(part_ids, ffi.unpack(b.part_first, np), ffi.unpack(b.part_last, np),
-                         ffi.unpack(b.part_count, np)))
-        return Batch(messages, int(reps[0]), int(reps[1]), self.topic, parts, self)
+        return messages
 
     def _headers(self, b: Any, n: int) -> list[Any]:
         nh = b.n_headers
@@ -678,31 +701,43 @@ class Consumer:
         Kafka answers a fetch beyond the log end with OFFSET_OUT_OF_RANGE and librdkafka
         applies auto.offset.reset; Tansu answers with no data and the high watermark. So
         while idle, a partition whose next offset lies beyond the high watermark of the
-        last Fetch response (librdkafka's cached one) is treated the same way. Where
-        librdkafka already reset the partition this repeats the reset harmlessly: nothing
-        of the partition was fetched since (the position did not move), and restarting
-        bumps librdkafka's version barrier, so nothing is delivered twice.
+        last Fetch response (librdkafka's cached one) is treated the same way, once this is
+        seen on two checks in a row. Restarting where librdkafka already reset the
+        partition is harmless: nothing of it was delivered since (our position did not
+        move), librdkafka's version barrier drops what the old fetch still brings, and
+        "latest" restarts at the high watermark seen on the first check, so messages that
+        arrived in between are fetched again rather than skipped.
         """
         lo, hi = ffi.new("int64_t *"), ffi.new("int64_t *")
         rk, name, expected = self._client.rk, self.topic.encode(), self._expected
         for p in self.partitions:
             e = int(expected[p])
+            seen = self._beyond.get(p)
+            if seen is not None and seen[0] != e:
+                del self._beyond[p]  # the position moved: messages came
+                seen = None
             if e < 0 or self._reset_at.get(p) == e:
                 continue
             if lib.rd_kafka_get_watermark_offsets(rk, name, p, lo, hi) or hi[0] < 0 or e <= hi[0]:
+                self._beyond.pop(p, None)
                 continue
             text = f"next offset {e} is beyond the high watermark {hi[0]}"
             if self.on_offset_out_of_range == "error":
                 self._fail(KafkaError(ERROR_CODES["OFFSET_OUT_OF_RANGE"], text,
                                       context=f"consume {self.topic}[{p}]"))
                 return
+            if seen is None:
+                self._beyond[p] = (e, int(hi[0]))
+                continue
+            del self._beyond[p]
             self.logger.warning("consumer of %s: partition %d: %s; resetting to %s", self.topic,
                                 p, text, self.on_offset_out_of_range)
             self._reset_at[p] = e
             self._fetcher.stop(p)
             # "latest" from the Fetch high watermark: Tansu's ListOffsets(latest) is wrong
             self._fetcher.start(p, lib.RD_KAFKA_OFFSET_BEGINNING
-                                if self.on_offset_out_of_range == "earliest" else int(hi[0]))
+                                if self.on_offset_out_of_range == "earliest"
+                                else min(seen[1], int(hi[0])))
 
     def _fail(self, err: KafkaError) -> None:
         """A fatal error: remember it; callback mode logs it and stops the consumer."""

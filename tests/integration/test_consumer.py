@@ -3,6 +3,7 @@ worker slots, locks, the batch iterator, offset stores, data fidelity and bad in
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -158,6 +159,33 @@ def test_messages_carry_binary_values_keys_headers_and_positions(broker, new_top
         assert m.timestamp >= before
     assert [m.offset for m in got.messages] == [0, 1, 2, 3]
     assert isinstance(got.messages[0], rdk.Message)
+
+
+def test_c_fast_path_is_loaded_and_matches_the_python_fallback(mock_cluster, tmp_path, monkeypatch):
+    from rdk import consumer as consumer_module
+
+    assert consumer_module._messages is not None, "rdk._messages (the C fast path) did not load"
+    mock_cluster.create_topic("fast", 2)
+    sent = [(None, b"\x00v", []), (b"k", None, []), (b"", b"", [(b"h", None), (b"i", b"\xff")]),
+            (b"key", "ü".encode(), [])]
+    produce(mock_cluster, "fast", 1, sent)
+    results = {}
+    for mode in ("c", "python"):
+        if mode == "python":
+            monkeypatch.setattr(consumer_module, "_messages", None)
+        for decode in (None, "utf-8"):
+            got = Collector()
+            with rdk.Consumer(mock_cluster.bootstrap_servers, "fast", tmp_path / f"{mode}{decode}",
+                              got, decode=decode) as c:
+                c.start()
+                got.wait_for(len(sent))
+            results[mode, decode] = got.messages
+    assert results["c", None] == results["python", None]
+    assert results["c", "utf-8"] == results["python", "utf-8"]
+    assert [m.payload for m in results["c", "utf-8"]] == ["\x00v", None, "", "ü"]
+    assert all(type(m) is rdk.Message for m in results["c", None])
+    # messages of atomic fields are invisible to the cyclic GC, as plain tuples would be
+    assert [gc.is_tracked(m) for m in results["c", None]] == [False, False, True, False]
 
 
 def test_decode_utf8_gives_string_payloads(broker, new_topic, tmp_path):

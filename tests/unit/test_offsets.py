@@ -8,7 +8,7 @@ import sys
 import threading
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rdk import offsets
@@ -66,6 +66,7 @@ def test_corrupt_file_is_an_error_naming_the_file(tmp_path, content):
     assert str(path) in str(ei.value)
 
 
+@settings(deadline=None)
 @given(st.binary(max_size=64))
 def test_parser_returns_an_offset_or_raises_offset_file_error(data):
     try:
@@ -75,6 +76,7 @@ def test_parser_returns_an_offset_or_raises_offset_file_error(data):
     assert isinstance(value, int) and value >= -1
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=-1, max_value=2**63 - 1))
 def test_every_offset_round_trips(value):
     assert parse_offset_text(b"%d\n" % value) == value

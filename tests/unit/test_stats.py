@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rdk.stats import consumer_stats, fetch_queue_count, send_queue_length
@@ -61,6 +61,7 @@ def test_fetch_queue_count_and_producer_queue_length():
     assert send_queue_length({}) == 0
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.integers(0, 7), st.tuples(st.integers(-5, 10**6), st.integers(-1001, 10**6),
                                                      st.integers(-1, 10**6), st.integers(-1, 10**6))))
 def test_figures_are_never_negative(parts):

@@ -1,0 +1,238 @@
+"""Consumer throughput: rdk.Consumer vs confluent-kafka, on the mock cluster and on Tansu.
+
+Workload (issue 4): 100-byte messages in 4 partitions, consumed from the beginning.
+
+- ``rdk``: ``rdk.Consumer`` with a ``receive_callback`` that receives Message objects
+  (offsets recorded in a fresh offset directory, as in real use);
+- ``confluent``: confluent-kafka ``Consumer.consume(10000)`` plus a ``.value()`` loop;
+- ``rdk-fetch``: the C batch helper alone (no Python objects): the ceiling for rdk.
+
+Each pass uses a fresh consumer; the rate counts the messages after the first batch over
+the time from the first batch to the last message, so connection set-up is left out.
+The mock cluster keeps only ~5 MiB per partition, so a pass there is ~180k messages;
+several passes are alternated between clients and the median is reported.
+
+    .venv/bin/python bench/consumer_bench.py                  # both brokers
+    .venv/bin/python bench/consumer_bench.py --broker mock --passes 7
+    .venv/bin/python bench/consumer_bench.py --broker tansu --messages 2000000
+
+The mock cluster runs in a separate process (``python -m rdk.mock --brokers 1 --topic
+bench:4``), so its broker threads do not share this process's GIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import rdk
+from rdk import _binding
+from rdk._binding import lib
+from rdk._fetch import Fetcher
+
+TOPIC = "bench"
+PARTITIONS = 4
+
+
+def start_mock() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rdk.mock", "--brokers", "1", "--topic", f"{TOPIC}:{PARTITIONS}"],
+        stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("RDK_BROKERS="):
+        proc.kill()
+        raise SystemExit(f"mock cluster did not start: {line!r}")
+    return proc, line.split("=", 1)[1]
+
+
+def produce(bootstrap: str, per_partition: int, size: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100, "batch.num.messages": 100000, "batch.size": 1000000,
+                  "queue.buffering.max.messages": 1000000, "compression.codec": "none"})
+    payload = os.urandom(size)
+    for part in range(PARTITIONS):
+        for i in range(per_partition):
+            while True:
+                try:
+                    p.produce(TOPIC, payload, partition=part)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            if i % 10000 == 0:
+                p.poll(0)
+    left = p.flush(60)
+    if left:
+        raise SystemExit(f"{left} messages not delivered")
+
+
+def watermarks(bootstrap: str) -> list[tuple[int, int]]:
+    with rdk.Admin(bootstrap) as admin:
+        return [admin.watermarks(TOPIC, p) for p in range(PARTITIONS)]
+
+
+class Clock:
+    """First-batch-to-last-message timing shared by the three clients."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.count = 0
+        self.first_n = 0
+        self.t0 = 0.0
+        self.t1 = 0.0
+        self.done = threading.Event()
+
+    def add(self, n: int) -> None:
+        if self.count == 0:
+            self.t0 = time.perf_counter()
+            self.first_n = n
+        self.count += n
+        if self.count >= self.total and not self.done.is_set():
+            self.t1 = time.perf_counter()
+            self.done.set()
+
+    def rate(self) -> float:
+        if not self.done.is_set() or self.t1 <= self.t0:
+            return float("nan")
+        return (self.count - self.first_n) / (self.t1 - self.t0)
+
+
+def run_rdk(bootstrap: str, total: int, timeout: float) -> float:
+    clock = Clock(total)
+    tmp = tempfile.mkdtemp(prefix="rdk-bench-")
+
+    def receive(info) -> None:
+        n = 0
+        for m in info.messages:  # a Message object per message, as confluent's loop has
+            m.value  # noqa: B018 - touch it, as the confluent loop calls .value()
+            n += 1
+        clock.add(n)
+
+    try:
+        c = rdk.Consumer(bootstrap, TOPIC, tmp, receive)
+        c.start()
+        clock.done.wait(timeout)
+        c.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return clock.rate()
+
+
+def run_rdk_fetch(bootstrap: str, total: int, timeout: float) -> float:
+    clock = Clock(total)
+    client = _binding.Client("consumer", {"bootstrap.servers": bootstrap})
+    fetcher = Fetcher(client, TOPIC, 10000)
+    try:
+        for p in range(PARTITIONS):
+            fetcher.start(p, lib.RD_KAFKA_OFFSET_BEGINNING)
+        deadline = time.monotonic() + timeout
+        while not clock.done.is_set() and time.monotonic() < deadline:
+            b = fetcher.fetch(100)
+            if b.n:
+                clock.add(b.n)
+    finally:
+        fetcher.close()
+        client.close()
+    return clock.rate()
+
+
+def run_confluent(bootstrap: str, total: int, timeout: float) -> float:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    clock = Clock(total)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ck",
+                  "enable.auto.commit": False, "enable.partition.eof": False})
+    try:
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + timeout
+        while not clock.done.is_set() and time.monotonic() < deadline:
+            msgs = c.consume(10000, 0.1)
+            if not msgs:
+                continue
+            for m in msgs:
+                m.value()
+            clock.add(len(msgs))
+    finally:
+        c.close()
+    return clock.rate()
+
+
+CLIENTS = {"rdk": run_rdk, "confluent": run_confluent, "rdk-fetch": run_rdk_fetch}
+
+
+def bench_broker(kind: str, args) -> dict:
+    proc = broker = None
+    try:
+        if kind == "mock":
+            proc, bootstrap = start_mock()
+            per_partition = min(args.messages // PARTITIONS, 45000)  # the mock keeps ~5 MiB
+        else:
+            from rdk.mock import TansuBroker
+
+            broker = TansuBroker()
+            bootstrap = broker.bootstrap_servers
+            broker.create_topic(TOPIC, PARTITIONS)
+            per_partition = args.messages // PARTITIONS
+        produce(bootstrap, per_partition, args.size)
+        marks = watermarks(bootstrap)
+        if any(lo != 0 for lo, _ in marks):
+            raise SystemExit(f"{kind}: the broker dropped old messages: {marks}")
+        total = sum(hi for _, hi in marks)
+        rates: dict[str, list[float]] = {name: [] for name in args.clients}
+        for _ in range(args.passes):
+            for name in args.clients:
+                rates[name].append(CLIENTS[name](bootstrap, total, args.timeout))
+        result = {"broker": kind, "messages_per_pass": total, "size": args.size,
+                  "passes": args.passes}
+        for name, values in rates.items():
+            ok = [v for v in values if not math.isnan(v)]
+            result[name] = {"median": statistics.median(ok) if ok else None,
+                            "best": max(ok) if ok else None, "all": [round(v) for v in values]}
+        ck = result.get("confluent", {}).get("median")
+        if ck and result.get("rdk", {}).get("median"):
+            result["rdk_vs_confluent"] = round(result["rdk"]["median"] / ck, 2)
+        return result
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+        if broker is not None:
+            broker.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--broker", choices=["mock", "tansu", "both"], default="both")
+    ap.add_argument("--messages", type=int, default=1_000_000,
+                    help="messages to produce (the mock cluster caps a pass at ~180k)")
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--passes", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per pass")
+    ap.add_argument("--clients", nargs="+", default=["rdk", "confluent", "rdk-fetch"],
+                    choices=sorted(CLIENTS))
+    args = ap.parse_args(argv)
+    kinds = ["mock", "tansu"] if args.broker == "both" else [args.broker]
+    for kind in kinds:
+        result = bench_broker(kind, args)
+        print(json.dumps(result))
+        for name in args.clients:
+            r = result[name]
+            if r["median"]:
+                print(f"  {kind:5} {name:10} median {r['median'] / 1e6:5.2f} M msg/s "
+                      f"(best {r['best'] / 1e6:.2f})", file=sys.stderr)
+        if "rdk_vs_confluent" in result:
+            print(f"  {kind:5} rdk / confluent-kafka = {result['rdk_vs_confluent']}x", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
