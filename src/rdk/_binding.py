@@ -226,17 +226,32 @@ def _destroy(state: dict) -> None:
     """Free a Client's C objects exactly once, children before the handle.
 
     The event thread is stopped first (at interpreter exit the finalizer can run while it
-    still polls); if it cannot be stopped, the C objects are left alone rather than freed
-    under it.
+    still polls), waiting ``state["join_timeout"]`` seconds (5 by default). If it is still
+    inside a user callback by then, the C objects are freed by a helper thread once that
+    callback returns, never under it, and this call returns on time.
     """
     stopping, thread, main_queue = state.pop("event_thread", (None, None, None))
     if thread is not None and thread.is_alive() and thread is not threading.current_thread():
         stopping.set()
         lib.rd_kafka_queue_yield(main_queue)
-        thread.join(5.0)
+        timeout = state.pop("join_timeout", 5.0)
+        thread.join(timeout)
         if thread.is_alive():
-            log.error("rdk: event thread %s did not stop; its librdkafka handle is leaked", thread.name)
+            log.log(logging.WARNING if timeout >= 0.5 else logging.DEBUG,
+                    "rdk: event thread %s is still in a callback; its librdkafka handle "
+                    "is freed when that callback returns", thread.name)
+            threading.Thread(target=_destroy_after, args=(thread, state), daemon=True,
+                             name=f"{thread.name}-reaper").start()
             return
+    _free(state)
+
+
+def _destroy_after(thread: threading.Thread, state: dict) -> None:
+    thread.join()
+    _free(state)
+
+
+def _free(state: dict) -> None:
     for rkt in state.pop("topics", {}).values():
         lib.rd_kafka_topic_destroy(rkt)
     for q in state.pop("queues", []):
@@ -486,11 +501,14 @@ class Client:
             lib.rd_kafka_queue_yield(self.main_queue)
             t.join(timeout)
 
-    def close(self) -> None:
-        """Stop the event thread and free every C object. Idempotent."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the event thread and free every C object. Idempotent.
+
+        Waits at most ``timeout`` seconds for the event thread: if a user callback holds it
+        longer, the C objects are freed as soon as that callback returns."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
-        self.stop_events()
+        self._state["join_timeout"] = timeout
         self._finalizer()

@@ -8,7 +8,7 @@ from typing import Any
 from . import _binding
 from ._binding import ERROR_CODES, PartitionMetadata, TopicMetadata, check, ffi, lib
 from .errors import KafkaError
-from .validate import check_broker, check_timeout, check_topic_name
+from .validate import check_broker, check_int, check_timeout, check_topic_name
 
 __all__ = ["Admin", "TopicMetadata", "PartitionMetadata"]
 
@@ -125,6 +125,9 @@ class Admin:
 
     def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
         """(low, high) exactly as the broker's ListOffsets answers them."""
+        check_topic_name(topic)
+        check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
+        check_timeout(timeout)
         lo = ffi.new("int64_t *")
         hi = ffi.new("int64_t *")
         check(lib.rd_kafka_query_watermark_offsets(

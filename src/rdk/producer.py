@@ -11,6 +11,7 @@ reports arrive on the Client's event thread already folded in C into runs of
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 from array import array
@@ -58,6 +59,7 @@ _QUEUE_FULL = ERROR_CODES["_QUEUE_FULL"]
 _UA = lib.RD_KAFKA_PARTITION_UA
 _PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
 _EMPTY = ffi.new("char[1]")  # a non-NULL pointer for all-empty buffers
+_MAX_BUFFER = 1 << 31  # int32 lengths: larger sends take int64 offsets
 
 
 class SendResult(NamedTuple):
@@ -285,6 +287,8 @@ class Producer:
         elif isinstance(partition, int) and not isinstance(partition, bool):
             if partition < 0:
                 raise ValueError(f"partition must be >= 0 or None, got {partition}")
+            if partition > 0x7FFFFFFF:
+                raise ValueError(f"partition must be <= 2147483647 (int32), got {partition}")
             part = partition
         else:
             raise TypeError(f"partition must be an int or None, got {type(partition).__name__}")
@@ -357,6 +361,10 @@ class Producer:
                 refused = []
                 indices = array("i", full)
                 args.indices = ffi.from_buffer("int32_t[]", indices)
+                if args.value_lengths != ffi.NULL:  # random access needs offsets
+                    lengths = ffi.unpack(args.value_lengths, n)
+                    args.value_offsets = _offsets(lengths, buffers)
+                    args.value_lengths = ffi.NULL
                 args.n = len(indices)
                 with self._cond:
                     self._outstanding += args.n
@@ -689,7 +697,7 @@ class Producer:
             lib.rd_kafka_purge(self._rk, _PURGE_ALL)
             self._drain(close_at)
         self._closed = True
-        self._client.close()
+        self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
         return left
 
     def close(self) -> None:
@@ -765,26 +773,38 @@ def _layout(payloads: Sequence[Any], args: Any) -> list:
     except TypeError:
         joined = None
     if joined is not None:
-        offsets = array("q", list(accumulate(map(len, payloads), initial=0)))
+        # lengths, not offsets: small lengths are cached ints (no allocation), struct packs
+        # them at C speed, and C sums them up
+        lengths = tuple(map(len, payloads))
         # len() is the byte size for bytes, bytearray and byte-format memoryviews; any
         # other buffer (array, 2-D view) makes the total differ: lay it out item by item
-        if offsets[-1] == len(joined):
+        if sum(lengths) == len(joined) and len(joined) < _MAX_BUFFER:
             values = ffi.from_buffer(joined) if joined else _EMPTY
-            value_offsets = ffi.from_buffer("int64_t[]", offsets)
+            value_lengths = ffi.from_buffer("int32_t[]", struct.pack(f"{len(lengths)}i", *lengths))
             args.values = values
-            args.value_offsets = value_offsets
-            return [values, value_offsets]
+            args.value_lengths = value_lengths
+            return [values, value_lengths]
         return _layout_general(payloads, args, keep)
     if set(map(type, payloads)) == {str}:
         if all(map(str.isascii, payloads)):
             args.values = _buffer(["".join(payloads).encode("ascii")], keep)
             args.value_offsets = _offsets(map(len, payloads), keep)
         else:
-            encoded = list(map(str.encode, payloads))
+            try:
+                encoded = list(map(str.encode, payloads))
+            except UnicodeEncodeError:
+                encoded = [_utf8(v, i, "payload") for i, v in enumerate(payloads)]
             args.values = _buffer(encoded, keep)
             args.value_offsets = _offsets(map(len, encoded), keep)
         return keep
     return _layout_general(payloads, args, keep)
+
+
+def _utf8(text: str, index: int, what: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError as e:
+        raise ValueError(f"payloads[{index}]: {what} cannot be encoded as UTF-8: {e}") from None
 
 
 def _as_bytes(value: Any, index: int, what: str, allow_none: bool) -> bytes | bytearray | None:
@@ -792,13 +812,13 @@ def _as_bytes(value: Any, index: int, what: str, allow_none: bool) -> bytes | by
     if t is bytes or t is bytearray:
         return value
     if t is str:
-        return value.encode()
+        return _utf8(value, index, what)
     if value is None and allow_none:
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, str):
-        return str(value).encode()
+        return _utf8(str(value), index, what)
     raise TypeError(
         f"payloads[{index}]: {what} of type {type(value).__name__} is not supported "
         "(bytes, bytearray, memoryview or str" + (", or None)" if allow_none else ")"))
@@ -872,9 +892,11 @@ def _headers(hs: Any, index: int) -> list[tuple[bytes, bytes | None]]:
             raise TypeError(f"payloads[{index}]: each header must be a (name, value) pair, got {item!r}")
         name, value = item
         if isinstance(name, str):
-            name = name.encode()
+            name = _utf8(name, index, "header name")
         elif not isinstance(name, (bytes, bytearray)):
             raise TypeError(f"payloads[{index}]: header name must be str or bytes, "
                             f"got {type(name).__name__}")
+        if b"\0" in name:  # librdkafka keeps header names as C strings: a NUL would cut it
+            raise ValueError(f"payloads[{index}]: header name {bytes(name)!r} contains a NUL byte")
         out.append((bytes(name), _as_bytes(value, index, "header value", True)))
     return out
