@@ -48,6 +48,8 @@ typedef struct rdk_produce_args {
     int32_t *errs;
     int no_copy;                 /* 1: librdkafka points into values (no copy); the caller
                                     keeps values alive until every message is reported */
+    const int32_t *value_lengths; /* instead of value_offsets (first attempt only, no
+                                     indices): message j's value is value_lengths[j] bytes */
 } rdk_produce_args;
 int rdk_produce_batch(const rdk_produce_args *a);
 

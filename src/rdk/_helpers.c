@@ -118,9 +118,37 @@ typedef struct rdk_produce_args {
     uint64_t opaque_base;
     int32_t *errs;
     int no_copy;
+    const int32_t *value_lengths;
 } rdk_produce_args;
 
+static int rdk_produce_batch_offsets(const rdk_produce_args *a);
+
+/* Lengths instead of offsets (they are small, cached ints on the Python side): compute
+ * the offsets here, then enqueue as usual. */
 static int rdk_produce_batch(const rdk_produce_args *a) {
+    if (a->value_offsets || !a->value_lengths) return rdk_produce_batch_offsets(a);
+    int n = a->n;
+    if (n <= 0) return 0;
+    if (a->indices) { /* offsets are needed for random access: the caller passes them */
+        for (int i = 0; i < n; i++) a->errs[i] = RD_KAFKA_RESP_ERR__INVALID_ARG;
+        return 0;
+    }
+    int64_t *offsets = malloc(sizeof(int64_t) * ((size_t)n + 1));
+    if (!offsets) {
+        for (int i = 0; i < n; i++) a->errs[i] = RD_KAFKA_RESP_ERR__FAIL;
+        return 0;
+    }
+    offsets[0] = 0;
+    for (int i = 0; i < n; i++) offsets[i + 1] = offsets[i] + (int64_t)a->value_lengths[i];
+    rdk_produce_args copy = *a;
+    copy.value_offsets = offsets;
+    copy.value_lengths = NULL;
+    int enqueued = rdk_produce_batch_offsets(&copy);
+    free(offsets);
+    return enqueued;
+}
+
+static int rdk_produce_batch_offsets(const rdk_produce_args *a) {
     int n = a->n, enqueued = 0;
     if (n <= 0) return 0;
     int use_balancer = a->balancer && a->partition == RD_KAFKA_PARTITION_UA &&
