@@ -173,9 +173,14 @@ def start_broker(kind: str, topics: dict[str, int]):
 def watermarks(broker: str, bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
     """(low, high) of every partition. The mock cluster's ListOffsets answer is right;
     Tansu's "latest" is not, so there rdk.Admin.watermarks confirms it with a fetch."""
+    import logging
+
     from rdk import Admin
 
-    with Admin(bootstrap) as admin:
+    # a short fetch wait keeps Tansu's confirming fetch quick (the admin's producer handle
+    # warns that the property is not its own: silenced)
+    logging.getLogger("rdk").setLevel(logging.ERROR)
+    with Admin(bootstrap, {"fetch.wait.max.ms": 10}) as admin:
         ask = admin.query_watermarks if broker == "mock" else admin.watermarks
         return [ask(topic, p, timeout=30) for p in range(partitions)]
 
