@@ -51,7 +51,7 @@ def _int(d: Mapping[str, Any], key: str, default: int) -> int:
     v = d.get(key, default)
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # e.g. Infinity from json.loads
         return default
 
 
