@@ -688,8 +688,8 @@ class Producer:
             self._cond.notify_all()
         start = time.monotonic()
         deadline = start + timeout
-        purge_at = deadline - min(1.0, timeout * 0.2)  # time left to report what is purged
-        close_at = deadline - min(0.2, timeout * 0.1)  # time left to free the handle
+        purge_at = deadline - min(1.0, timeout * 0.25)  # time left to report what is purged
+        close_at = deadline - min(0.1, timeout * 0.05)  # time left to free the handle
         with self._cond:  # blocked sends see _closing and return
             self._cond.wait_for(lambda: self._active == 0, max(0.0, purge_at - start))
         left = self._drain(purge_at)

@@ -152,7 +152,7 @@ def test_stop_returns_the_undelivered_count_without_waiting_past_timeout():
     failures = []
     p = Producer(NOWHERE, driver_options={"log_level": 0})
     p.send("t", 0, [b"a", b"b"], on_delivery=lambda d, f: failures.append((d, [e.name for _, e in f])))
-    assert p.stop(0.3) == 2
+    assert p.stop(2.0) == 2
     # purged, never silently lost: the call's accounting ran before stop returned
     assert failures == [(0, ["_PURGE_QUEUE", "_PURGE_QUEUE"])]
 
