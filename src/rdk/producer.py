@@ -360,7 +360,8 @@ class Producer:
                     break
                 refused = []
                 indices = array("i", full)
-                args.indices = ffi.from_buffer("int32_t[]", indices)
+                buffers.append(ffi.from_buffer("int32_t[]", indices))
+                args.indices = buffers[-1]
                 if args.value_lengths != ffi.NULL:  # random access needs offsets
                     lengths = ffi.unpack(args.value_lengths, n)
                     args.value_offsets = _offsets(lengths, buffers)
