@@ -50,6 +50,14 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* CPU time of every thread of this process (librdkafka's included), like Python's
+ * time.process_time() in the Python contenders. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void parse_args(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
@@ -160,6 +168,7 @@ static int run_produce(void) {
     for (long long i = 0; i < arg_chunk * arg_size; i++) pool[i] = (char)('a' + (i * 7 + i / arg_size) % 26);
 
     int64_t t0 = now_ns();
+    double c0 = cpu_s();
     long long sent = 0, chunk_no = 0;
     while (sent < arg_count) {
         int n = (int)(arg_count - sent < arg_chunk ? arg_count - sent : arg_chunk);
@@ -173,9 +182,9 @@ static int run_produce(void) {
     }
     while (delivered + failed < arg_count && (now_ns() - t0) / 1e9 < arg_timeout)
         rd_kafka_flush(rk, 100);
-    double secs = (now_ns() - t0) / 1e9;
+    double secs = (now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
     printf("RESULT {\"count\": %lld, \"failed\": %lld, \"bytes\": %lld, \"seconds\": %.6f, "
-           "\"error\": \"%s\"}\n", delivered, failed, delivered * arg_size, secs,
+           "\"cpu_seconds\": %.6f, \"error\": \"%s\"}\n", delivered, failed, delivered * arg_size, secs, cpu,
            first_error ? rd_kafka_err2name(first_error) : "");
     fflush(stdout);
     rd_kafka_topic_destroy(rkt);
@@ -252,11 +261,13 @@ static int64_t columns_fill(columns *c, rd_kafka_message_t **msgs, int n) {
 }
 
 /* ---- consume -------------------------------------------------------------- */
-/* Timed like every contender's consume: from the first batch's arrival to the end of the
- * last one's processing; the first batch is not counted in the rate. */
+/* Timed like every contender's consume (bench/contenders/common.py ConsumeClock): from the
+ * arrival of the batch that brings the count past the first 10 % to the end of the last
+ * batch's processing; only the messages after that batch are counted. */
 static int run_consume(void) {
     int64_t t0 = now_ns(), t_first = 0, t_end = 0;
-    long long first_n = 0;
+    long long first_n = 0, seen = 0, warmup = arg_count / 10;
+    double c_first = 0, c_end = 0;
     rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, arg_topic, NULL);
     warm_up(rk, rkt);
@@ -279,9 +290,11 @@ static int run_consume(void) {
         ssize_t n = rd_kafka_consume_batch_queue(q, (int)arg_wait, msgs, (size_t)arg_batch);
         if (n <= 0) continue;
         last_progress = now_ns();
-        if (!t_first) {
+        seen += n;
+        if (!t_first && seen > warmup) {
             t_first = last_progress;
-            first_n = n;
+            c_first = cpu_s();
+            first_n = seen;
         }
         int good = 0;
         for (ssize_t i = 0; i < n; i++) {
@@ -304,12 +317,17 @@ static int run_consume(void) {
         if (arg_arrow && good) checksum += columns_fill(&cols, msgs, good);
         count += good;
         for (int i = 0; i < good; i++) rd_kafka_message_destroy(msgs[i]);
-        t_end = now_ns();
+        if (t_first) {
+            t_end = now_ns();
+            c_end = cpu_s();
+        }
     }
     double secs = t_first ? (t_end - t_first) / 1e9 : 0.0;
     printf("RESULT {\"count\": %lld, \"timed_count\": %lld, \"bytes\": %lld, \"seconds\": %.6f, "
-           "\"errors\": %lld, \"gaps\": %lld, \"checksum\": %" PRId64 ", \"error\": \"%s\"}\n",
-           count, count > first_n ? count - first_n : 0, bytes, secs, errors, out_of_order, checksum,
+           "\"cpu_seconds\": %.6f, \"errors\": %lld, \"gaps\": %lld, \"checksum\": %" PRId64
+           ", \"error\": \"%s\"}\n",
+           count, count > first_n ? count - first_n : 0, bytes, secs, t_first ? c_end - c_first : 0.0,
+           errors, out_of_order, checksum,
            first_err ? rd_kafka_err2name(first_err) : "");
     fflush(stdout);
     for (int p = 0; p < arg_partitions; p++) rd_kafka_consume_stop(rkt, p);

@@ -19,6 +19,7 @@ from common import (
     LatencyRecorder,
     PacedSender,
     Progress,
+    Stopwatch,
     chunks,
     current_rss,
     payload_pool,
@@ -50,7 +51,8 @@ def produce(job: Job) -> dict[str, Any]:
     pool = payload_pool(job.size, job.chunk)
     plan = chunks(job)
     send, topic = p.produce, job.topic
-    t0 = time.perf_counter()
+    watch = Stopwatch()
+    watch.start()
     for part, n in plan:
         for value in pool[:n]:
             while True:
@@ -61,8 +63,8 @@ def produce(job: Job) -> dict[str, Any]:
                     p.poll(0.01)
         p.poll(0)
     left = p.flush(job.timeout)
-    seconds = time.perf_counter() - t0
-    return {"count": job.count - left, "bytes": (job.count - left) * job.size, "seconds": seconds}
+    watch.stop()
+    return {"count": job.count - left, "bytes": (job.count - left) * job.size, **watch.fields()}
 
 
 def consume(job: Job) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from common import (
     LatencyRecorder,
     PacedSender,
     Progress,
+    Stopwatch,
     chunks,
     payload_pool,
     run,
@@ -75,16 +76,17 @@ def produce(job: Job) -> dict[str, Any]:
     send, topic = p.send, job.topic
     futures = []
     keep = futures.append
-    t0 = time.perf_counter()
+    watch = Stopwatch()
+    watch.start()
     for part, n in plan:
         for value in pool[:n]:
             keep(send(topic, value, partition=part))
     p.flush(job.timeout)
-    seconds = time.perf_counter() - t0
+    watch.stop()
     p.close()
     failed = [f for f in futures if not f.succeeded()]  # counted after the clock stopped
     count = job.count - len(failed)
-    result = {"count": count, "bytes": count * job.size, "seconds": seconds, "errors": len(failed)}
+    result = {"count": count, "bytes": count * job.size, **watch.fields(), "errors": len(failed)}
     if failed:
         result["error"] = repr(failed[0].exception)
     return result

@@ -23,6 +23,7 @@ from common import (
     LatencyRecorder,
     PacedSender,
     Progress,
+    Stopwatch,
     chunks,
     current_rss,
     payload_pool,
@@ -79,14 +80,15 @@ def produce(job: Job) -> dict[str, Any]:
     plan = chunks(job)
     send, topic = p.send, job.topic
     enqueued = 0
-    t0 = time.perf_counter()
+    watch = Stopwatch()
+    watch.start()
     for part, n in plan:
         enqueued += send(topic, part, pool[:n] if n < len(pool) else pool).enqueued
     left = p.flush(job.timeout)
-    seconds = time.perf_counter() - t0
+    watch.stop()
     p.stop()
     count = enqueued - left - failures[0]
-    return {"count": count, "bytes": count * job.size, "seconds": seconds,
+    return {"count": count, "bytes": count * job.size, **watch.fields(),
             "errors": failures[0] + (job.count - enqueued)}
 
 
