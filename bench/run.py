@@ -579,6 +579,30 @@ def table(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> str:
     return "\n".join(lines)
 
 
+def markdown(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> str:
+    """The figures as a Markdown table (what README's Performance section shows)."""
+    head = ["broker", "scenario", "contender", "msgs/s", "MB/s", "x confluent", "x native C",
+            "CPU us/msg", "p50 / p99 ms", "peak RSS MiB"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "--:|" * (len(head) - 3)]
+    for broker in brokers:
+        for s in scenarios:
+            for c, cell in summary.get(broker, {}).get(s.name, {}).items():
+                if cell["status"] == "unsupported":
+                    continue
+                if not cell.get("ok"):
+                    cells = [broker, s.name, c, cell["status"]] + [""] * (len(head) - 4)
+                else:
+                    lat = (f"{cell['p50_ms']:.1f} / {cell['p99_ms']:.1f}"
+                           if cell.get("p99_ms") is not None else "")
+                    cells = [broker, s.name, c, fmt(cell.get("msgs_per_s"), ",.0f"),
+                             fmt(cell.get("mb_per_s"), ".1f"), fmt(cell.get("vs_confluent"), ".2f"),
+                             fmt(cell.get("vs_native"), ".2f"),
+                             fmt(cell.get("cpu_us_per_msg"), ".2f"), lat,
+                             fmt(cell.get("peak_rss"), ".0f", MiB)]
+                lines.append("| " + " | ".join("" if v == "-" else v for v in cells) + " |")
+    return "\n".join(lines)
+
+
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {"cores": os.cpu_count(), "platform": platform.platform(),
                             "python": platform.python_version()}
@@ -674,6 +698,8 @@ def build_parser(prog: str = "python bench/run.py") -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON (bench/results.json)")
     p.add_argument("--plot", nargs="?", type=Path, const=DEFAULT_PLOT, default=None,
                    help="also write a matplotlib PNG (default bench/results.png)")
+    p.add_argument("--markdown", type=Path, default=None,
+                   help="also write the figures as a Markdown table (for README.md)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
     return p
 
@@ -752,6 +778,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         plot(summary, scenarios, args.brokers, args.plot)
         print(f"wrote {args.plot}")
+    if args.markdown:
+        args.markdown.write_text(markdown(summary, scenarios, args.brokers) + "\n")
+        print(f"wrote {args.markdown}")
     if failed:
         print(f"{len(failed)} run(s) FAILED verification: see above", file=sys.stderr)
         return 1
