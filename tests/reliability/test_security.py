@@ -3,10 +3,12 @@ reaching librdkafka, and secrets never leaking into logs, messages or reprs."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from conftest import wait_until
 
-from rdk import Admin, ConfigError
+from rdk import Admin, ConfigError, Consumer, Message, Producer
 from rdk.errors import KafkaError
 
 SECRET = "Sup3r-s3cret-PASSWORD-8472"
@@ -29,6 +31,30 @@ def test_tls_client_trusting_the_ca_lists_and_creates_topics(tls_site):
     assert len(topics["tls-topic"].partitions) == 3
     # the traffic went through the TLS terminator
     assert "s_connect: connected" in tls_site.stunnel.output()
+
+
+def test_tls_producer_and_consumer_round_trip_binary_messages(tls_site, tmp_path):
+    with Admin(tls_site.bootstrap, tls_site.ssl_options()) as admin:
+        admin.create_topics({"tls-rt": 2}, exist_ok=True)
+    sent = [Message(b"\x00tls-%d\xff" % i, key=b"k%d" % i, headers=[("h", b"\x00")])
+            for i in range(500)]
+    with Producer(tls_site.bootstrap, driver_options=tls_site.ssl_options()) as producer:
+        assert producer.send("tls-rt", 1, sent).enqueued == len(sent)
+        assert producer.flush(30) == 0
+    got: list = []
+    done = threading.Event()
+
+    def receive(batch) -> None:
+        got.extend(batch.messages)
+        if len(got) >= len(sent):
+            done.set()
+
+    with Consumer(tls_site.bootstrap, "tls-rt", str(tmp_path), receive,
+                  driver_options=tls_site.ssl_options()) as consumer:
+        consumer.start()
+        assert done.wait(30), f"{len(got)} of {len(sent)} messages over TLS"
+    assert [(m.value, m.key, m.headers) for m in got] == [(m.value, m.key, m.headers) for m in sent]
+    assert [m.offset for m in got] == list(range(len(sent)))
 
 
 def test_tls_with_a_ca_that_did_not_sign_the_server_is_refused(tls_site, rdk_log):
@@ -138,6 +164,23 @@ def test_password_never_reaches_logs_even_with_all_debug_contexts(tansu, rdk_log
     assert "mechanism handshake failed" in rdk_log.text  # the failed connection was logged
     assert SECRET not in text_of_everything
     assert "[redacted]" in rdk_log.text
+
+
+def test_password_never_reaches_the_reprs_of_clients(tansu, tmp_path):
+    options = {**SECRET_OPTIONS, "security.protocol": "PLAINTEXT"}
+    producer = Producer(tansu.bootstrap_servers, driver_options=options)
+    consumer = Consumer(tansu.bootstrap_servers, "any-topic", str(tmp_path), lambda b: None,
+                        driver_options=options)
+    admin = Admin(tansu.bootstrap_servers, options)
+    try:
+        shown = [repr(producer), str(producer), repr(consumer), str(consumer), repr(admin),
+                 str(admin)]
+    finally:
+        producer.stop(5)
+        consumer.stop(5)
+        admin.close()
+    assert shown[0].startswith("<rdk.Producer") and shown[2].startswith("<rdk.Consumer")
+    assert not [s for s in shown if SECRET in s]
 
 
 @pytest.mark.parametrize("options, culprit", [
