@@ -626,7 +626,7 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(Exception):
         import confluent_kafka
 
-        versions["confluent-kafka"] = (f"{confluent_kafka.version()[0]} (librdkafka "
+        versions["confluent-kafka"] = (f"{confluent_kafka.__version__} (librdkafka "
                                        f"{confluent_kafka.libversion()[0]})")
     with contextlib.suppress(Exception):
         import kafka
