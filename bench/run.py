@@ -523,7 +523,9 @@ def check_targets(summary: dict, brokers: list[str]) -> list[dict[str, Any]]:
     out = []
     for broker in brokers:
         for scenario, text, key, bound, op in specs:
-            cells = summary.get(broker, {}).get(scenario, {})
+            if scenario not in summary.get(broker, {}):
+                continue  # not run this time
+            cells = summary[broker][scenario]
             rdk = cells.get("rdk", {})
             value = rdk.get(key)
             if key == "p99_vs_confluent":
