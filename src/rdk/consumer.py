@@ -56,6 +56,7 @@ _FETCH_TIMEOUT_MS = 100     # one fetch call waits at most this long (stop laten
 _QUEUE_DEPTH = 3            # converted batches waiting for the delivery thread
 _MAX_IN_FLIGHT = 16         # unsettled batches (Futures / awaitables) before delivery waits
 _END_CHECK_SECONDS = 1.0    # while idle: is a partition's position beyond the log end?
+_OFFSET_WRITE_INTERVAL = 0.05  # offset writes start at most 20 times a second (they coalesce)
 
 _PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
 _FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
@@ -285,6 +286,11 @@ class Consumer:
             "queued.max.messages.kbytes": self.queued_max_messages_kbytes,
             "statistics.interval.ms": self.statistics_interval_ms if stats_callback else 0,
             "enable.partition.eof": False,
+            # librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (1 s by
+            # default) whenever its queue holds queued.min.messages. A broker that answers
+            # with large responses (Tansu) crosses that at once, and a consumer that is not
+            # instantly fast then idles for a second with an empty queue. Look again soon.
+            "fetch.queue.backoff.ms": 10,
             **driver_options,
             "bootstrap.servers": self.broker,
         }
@@ -395,7 +401,8 @@ class Consumer:
             else:
                 starts[p] = lib.RD_KAFKA_OFFSET_BEGINNING
         self._committer = offsets.OffsetCommitter(self._store, self.logger,
-                                                  name=f"rdk-offsets-{self.topic}")
+                                                  name=f"rdk-offsets-{self.topic}",
+                                                  min_interval=_OFFSET_WRITE_INTERVAL)
         self._fetcher = Fetcher(self._client, self.topic, self.max_messages_per_callback)
         self._fetched = dict.fromkeys(owned, 0)
         self._handed = dict.fromkeys(owned, 0)

@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -468,20 +469,27 @@ class BrokerOffsetStore:
 class OffsetCommitter:
     """A thread that hands recorded offsets to a store: one commit in flight, newer values coalesce.
 
-    ``record({p: offset})`` never blocks on I/O. A failing commit is logged and retried
-    (the values stay pending, newer ones replace them) until ``close()``.
+    ``record({p: offset})`` never blocks on I/O. Commits start at most every
+    ``min_interval`` seconds (values recorded meanwhile coalesce into the next one);
+    ``flush()`` and ``close()`` commit at once. A failing commit is logged and retried (the
+    values stay pending, newer ones replace them) until ``close()``.
     """
 
     RETRY_SECONDS = 0.5
 
-    def __init__(self, store: Any, logger: logging.Logger, name: str = "rdk-offsets") -> None:
+    def __init__(self, store: Any, logger: logging.Logger, name: str = "rdk-offsets",
+                 min_interval: float = 0.0) -> None:
         self.store = store
         self.logger = logger
+        self.min_interval = float(min_interval)
         self.committed: dict[int, int] = {}
         self.last_error: BaseException | None = None
         self._pending: dict[int, int] = {}
         self._writing = False
         self._closing = False
+        self._give_up = False
+        self._urgent = 0
+        self._last_start = float("-inf")
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -508,8 +516,14 @@ class OffsetCommitter:
                     cond.wait()
                 if not self._pending:
                     return
+                while not self._closing and not self._urgent:  # at most one per min_interval
+                    delay = self._last_start + self.min_interval - time.monotonic()
+                    if delay <= 0:
+                        break
+                    cond.wait(delay)
                 batch, self._pending = self._pending, {}
                 self._writing = True
+                self._last_start = time.monotonic()
             ok = False
             try:
                 self.store.commit(batch)
@@ -531,12 +545,15 @@ class OffsetCommitter:
                     if self._closing and self._give_up:
                         return
 
-    _give_up = False
-
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything recorded is committed; False if ``timeout`` passed first."""
+        """Commit what is recorded now and wait for it; False if ``timeout`` passed first."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._pending and not self._writing, timeout)
+            self._urgent += 1
+            self._cond.notify_all()
+            try:
+                return self._cond.wait_for(lambda: not self._pending and not self._writing, timeout)
+            finally:
+                self._urgent -= 1
 
     def close(self, timeout: float | None = None) -> bool:
         """Commit what is pending (up to ``timeout``), then end the thread. True if all was stored."""

@@ -252,3 +252,21 @@ def test_committer_close_gives_up_on_time_when_the_store_hangs():
     assert store.entered.wait(5)
     assert c.close(0.2) is False
     store.gate.set()
+
+
+def test_committer_spaces_commits_by_min_interval_and_flush_overrides_it():
+    store = GatedStore()
+    store.gate.set()
+    c = OffsetCommitter(store, offsets.logging.getLogger("test"), min_interval=30.0)
+    try:
+        c.record({0: 1})
+        assert c.flush(5) and store.calls == [{0: 1}]
+        store.entered.clear()
+        c.record({0: 2})
+        c.record({0: 3})
+        assert not store.entered.wait(0.3)  # within the interval: no commit starts
+        assert c.pending == {0: 3}
+        assert c.flush(5)  # flush commits at once, without waiting out the interval
+        assert store.calls == [{0: 1}, {0: 3}]
+    finally:
+        c.close(5)
