@@ -462,75 +462,62 @@ def _(e: Env) -> None:
     assert read_offset_file(pathlib.Path(d, f"{topic}-0.offset")) == 19  # commit_on_error=True
 
 
+class _Stuck:
+    """A callback that blocks until released; ``entered`` is set once it is called."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, *args: Any) -> None:
+        self.entered.set()
+        self.release.wait()
+
+    def stop_on_time(self, client: Any, timeout: float = 1.0) -> list[str]:
+        """Stop ``client`` while the callback is stuck; assert it returned on time."""
+        assert self.entered.wait(10), "the callback was never called"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t0 = time.monotonic()
+            client.stop(timeout)
+            took = time.monotonic() - t0
+        self.release.set()
+        assert took < timeout + 0.5, f"stop({timeout}) took {took:.2f} s"
+        return [str(w.message) for w in caught]
+
+
 @case("receive_callback never returns: stop(timeout=1) returns on time with a warning", None)
 def _(e: Env) -> None:
     topic = _fresh_topic(e)
     _fill(e, topic)
-    entered, release = threading.Event(), threading.Event()
-
-    def stuck(batch) -> None:
-        entered.set()
-        release.wait()
-
+    stuck = _Stuck()
     c = e.consumer(topic=topic, receive_callback=stuck)
     c.start()
-    assert entered.wait(10)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t0 = time.monotonic()
-        c.stop(1.0)
-        took = time.monotonic() - t0
-    release.set()
-    assert took < 1.5, f"stop(1.0) took {took:.2f} s"
-    assert any("receive_callback" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    said = stuck.stop_on_time(c)
+    assert any("receive_callback" in w for w in said), said
 
 
 @case("Consumer stats_callback never returns: stop(timeout=1) returns on time", None,
       known_bug="Consumer._teardown closes its Client with the default 5 s wait for the event "
                 "thread instead of the time left of stop(timeout)")
 def _(e: Env) -> None:
-    entered, release = threading.Event(), threading.Event()
-
-    def stuck(info) -> None:
-        entered.set()
-        release.wait()
-
+    stuck = _Stuck()
     c = e.consumer(stats_callback=stuck, statistics_interval_ms=50)
     c.start()
-    assert entered.wait(10)
-    t0 = time.monotonic()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        c.stop(1.0)
-    took = time.monotonic() - t0
-    release.set()
-    assert took < 1.5, f"stop(1.0) took {took:.2f} s"
+    stuck.stop_on_time(c)
 
 
 @case("Producer stats_callback never returns: stop(timeout=1) returns on time", None)
 def _(e: Env) -> None:
-    entered, release = threading.Event(), threading.Event()
-    p = Producer(e.b, stats_callback=lambda info: (entered.set(), release.wait()),
-                 statistics_interval_ms=50)
-    assert entered.wait(10)
-    t0 = time.monotonic()
-    p.stop(1.0)
-    took = time.monotonic() - t0
-    release.set()
-    assert took < 1.5, f"stop(1.0) took {took:.2f} s"
+    stuck = _Stuck()
+    stuck.stop_on_time(Producer(e.b, stats_callback=stuck, statistics_interval_ms=50))
 
 
 @case("on_delivery never returns: stop(timeout=1) returns on time", None)
 def _(e: Env) -> None:
-    entered, release = threading.Event(), threading.Event()
+    stuck = _Stuck()
     p = Producer(e.b)
-    p.send("cat", 0, [b"x"], on_delivery=lambda n, f: (entered.set(), release.wait()))
-    assert entered.wait(10)
-    t0 = time.monotonic()
-    p.stop(1.0)
-    took = time.monotonic() - t0
-    release.set()
-    assert took < 1.5, f"stop(1.0) took {took:.2f} s"
+    p.send("cat", 0, [b"x"], on_delivery=stuck)
+    stuck.stop_on_time(p)
 
 
 @case("on_delivery and delivery_report_callback raise: logged, the producer goes on", None)

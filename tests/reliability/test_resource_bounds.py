@@ -135,6 +135,21 @@ def _settled(base: tuple[int, int, int, set[str]]) -> tuple[int, int, int, set[s
 CYCLES = 100
 
 
+def check_cycles(what: str, cycle) -> None:
+    """Warm up, take a census, run CYCLES cycles, and compare once things settle."""
+    for _ in range(10):  # warm-up: imports, allocator pools, librdkafka's globals
+        cycle()
+    base = _settled(_census())
+    for _ in range(CYCLES):
+        cycle()
+    after = _settled(base)
+    print(f"\n{CYCLES} {what} cycles: threads {base[0]} -> {after[0]}, fds {base[1]} -> "
+          f"{after[1]}, RSS {(after[2] - base[2]) / MIB:+.1f} MiB")
+    assert after[0] == base[0] and after[3] == base[3], sorted(after[3] - base[3])
+    assert after[1] == base[1]
+    assert after[2] - base[2] < 16 * MIB
+
+
 @pytest.mark.timeout(300)
 def test_100_producer_cycles_leak_no_threads_fds_or_memory():
     with MockCluster(1) as mc:
@@ -146,17 +161,7 @@ def test_100_producer_cycles_leak_no_threads_fds_or_memory():
             assert p.send("cycles", None, [b"x" * 100] * 100).enqueued == 100
             assert p.stop(10) == 0
 
-        for _ in range(10):  # warm-up: imports, allocator pools, librdkafka's globals
-            cycle()
-        base = _settled(_census())
-        for _ in range(CYCLES):
-            cycle()
-        after = _settled(base)
-    print(f"\n{CYCLES} Producer cycles: threads {base[0]} -> {after[0]}, fds {base[1]} -> "
-          f"{after[1]}, RSS {(after[2] - base[2]) / MIB:+.1f} MiB")
-    assert after[0] == base[0] and after[3] == base[3], sorted(after[3] - base[3])
-    assert after[1] == base[1]
-    assert after[2] - base[2] < 16 * MIB
+        check_cycles("Producer", cycle)
 
 
 @pytest.mark.timeout(300)
@@ -179,14 +184,4 @@ def test_100_consumer_cycles_leak_no_threads_fds_or_memory(tmp_path):
             c.stop(10)
             assert c.closed
 
-        for _ in range(10):
-            cycle()
-        base = _settled(_census())
-        for _ in range(CYCLES):
-            cycle()
-        after = _settled(base)
-    print(f"\n{CYCLES} Consumer cycles: threads {base[0]} -> {after[0]}, fds {base[1]} -> "
-          f"{after[1]}, RSS {(after[2] - base[2]) / MIB:+.1f} MiB")
-    assert after[0] == base[0] and after[3] == base[3], sorted(after[3] - base[3])
-    assert after[1] == base[1]
-    assert after[2] - base[2] < 16 * MIB
+        check_cycles("Consumer", cycle)
