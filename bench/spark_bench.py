@@ -1,0 +1,255 @@
+"""Spark batch read of Kafka: rdk's ``rdkafka`` source against the naive way and Spark's ceiling.
+
+Workload: 1 M messages of 100 bytes (10 000 distinct keys) in 4 partitions, read by a
+``local[2]`` Spark with ``df.count()`` and ``df.groupBy("key").count()``; rows/s.
+
+Contenders, in the same run and the same SparkSession:
+
+- ``rdk``: ``spark.read.format("rdkafka")`` (executors fetch with librdkafka into Arrow);
+- ``naive``: a driver-side confluent-kafka consumer reads everything, then
+  ``spark.createDataFrame`` (the usual jar-less workaround);
+- ``ceiling``: a Python data source that yields in-memory Arrow batches of the same schema
+  and shape without touching Kafka: the most any Python data source can deliver here.
+
+Targets: rdk >= 10 x naive and >= 0.6 x ceiling. The broker is Tansu (started here; the
+mock cluster keeps only ~5 MiB per partition, too little for 100 MB) or ``RDK_BROKERS``.
+
+    .venv/bin/python bench/spark_bench.py [--messages 1000000] [--repeat 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+PARTITIONS = 4
+VALUE_SIZE = 100
+KEYS = 10_000
+
+
+# ---- Spark's ceiling: a Python data source with batches already in memory ----------------
+class CeilingSource(DataSource):
+    """Yields Arrow batches of the Kafka schema built once in memory; no I/O at all."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arrow_ceiling"
+
+    def schema(self):
+        from rdk.spark import kafka_schema
+
+        return kafka_schema()
+
+    def reader(self, schema):
+        return CeilingReader(int(self.options["rows"]), int(self.options["partitions"]),
+                             int(self.options.get("batch", 20000)))
+
+
+class CeilingReader(DataSourceReader):
+    def __init__(self, rows: int, partitions: int, batch: int) -> None:
+        self.rows, self.n_parts, self.batch = rows, partitions, batch
+
+    def partitions(self):
+        return [InputPartition(p) for p in range(self.n_parts)]
+
+    def read(self, partition):
+        from rdk.arrow import kafka_schema
+
+        p = partition.value
+        rows = self.rows // self.n_parts
+        n = min(self.batch, rows)
+        keys = pa.array([b"key-%05d" % (i % KEYS) for i in range(n)], pa.binary())
+        values = pa.array([bytes(VALUE_SIZE)] * n, pa.binary())
+        now = int(time.time() * 1_000_000)
+        batch = pa.RecordBatch.from_arrays([
+            keys, values, pa.array(["bench"] * n, pa.string()), pa.array([p] * n, pa.int32()),
+            pa.array(range(n), pa.int64()), pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+            pa.array([0] * n, pa.int32())], schema=kafka_schema())
+        done = 0
+        while done < rows:
+            take = min(n, rows - done)
+            yield batch if take == n else batch.slice(0, take)
+            done += take
+
+
+# ---- helpers -----------------------------------------------------------------------------
+def produce(bootstrap: str, topic: str, messages: int) -> float:
+    from rdk.producer import Producer
+
+    per_part = messages // PARTITIONS
+    value = bytes(VALUE_SIZE)
+    failures: list = []
+    start = time.perf_counter()
+    with Producer(bootstrap, on_queue_full="block",
+                  driver_options={"linger.ms": 5, "batch.num.messages": 10000,
+                                  "queue.buffering.max.messages": 2_000_000}) as producer:
+        chunk = 50_000
+        for p in range(PARTITIONS):
+            for lo in range(0, per_part, chunk):
+                payloads = [(b"key-%05d" % ((lo + i) % KEYS), value)
+                            for i in range(min(chunk, per_part - lo))]
+                producer.send(topic, p, payloads, on_delivery=lambda d, f: failures.extend(f))
+        left = producer.flush(120)
+    if left or failures:
+        raise SystemExit(f"produce failed: {left} undelivered, {len(failures)} failed")
+    return time.perf_counter() - start
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def naive_dataframe(spark, bootstrap: str, topic: str, messages: int):
+    """The jar-less workaround: consume on the driver, then spark.createDataFrame."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from rdk.spark import kafka_schema
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"naive-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "enable.partition.eof": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    rows = []
+    deadline = time.monotonic() + 600
+    try:
+        while len(rows) < messages and time.monotonic() < deadline:
+            for m in consumer.consume(10000, 1.0):
+                if m.error():
+                    continue
+                kind, ms = m.timestamp()
+                rows.append((m.key(), m.value(), m.topic(), m.partition(), m.offset(),
+                             datetime.fromtimestamp(ms / 1000, timezone.utc), kind - 1))
+    finally:
+        consumer.close()
+    if len(rows) != messages:
+        raise SystemExit(f"naive consumer read {len(rows)} of {messages}")
+    return spark.createDataFrame(rows, kafka_schema())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per contender (median)")
+    ap.add_argument("--skip-naive", action="store_true", help="leave out the slow naive way")
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    from pyspark.sql import SparkSession
+
+    import rdk.spark
+    from rdk.mock import TansuBroker
+
+    broker = None
+    bootstrap = os.environ.get("RDK_BROKERS")
+    if not bootstrap:
+        broker = TansuBroker()
+        bootstrap = broker.bootstrap_servers
+    spark = None
+    try:
+        topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
+        from rdk import Admin
+
+        with Admin(bootstrap) as admin:
+            admin.create_topics({topic: PARTITIONS})
+        secs = produce(bootstrap, topic, args.messages)
+        print(f"produced {args.messages:,} x {VALUE_SIZE} B into {PARTITIONS} partitions "
+              f"of {topic} on {bootstrap} in {secs:.1f} s", flush=True)
+
+        spark = (SparkSession.builder.master("local[2]").appName("rdk-spark-bench")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", "4")
+                 .config("spark.driver.memory", "4g")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        rdk.spark.register(spark)
+        spark.dataSource.register(CeilingSource)
+
+        def rdk_df():
+            return (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", topic).load())
+
+        def ceiling_df():
+            return (spark.read.format("arrow_ceiling").option("rows", args.messages)
+                    .option("partitions", PARTITIONS).load())
+
+        results: dict[str, dict[str, float]] = {}
+        for name, make in (("ceiling", ceiling_df), ("rdk", rdk_df)):
+            make().count()  # warm-up: Python workers, JIT, connections
+            counts, groups = [], []
+            for _ in range(args.repeat):
+                t, n = timed(lambda make=make: make().count())
+                assert n == args.messages, (name, n)
+                counts.append(t)
+                t, g = timed(lambda make=make: make().groupBy("key").count().collect())
+                assert len(g) == KEYS and sum(r["count"] for r in g) == args.messages, name
+                groups.append(t)
+            results[name] = {"count_s": statistics.median(counts),
+                             "groupby_s": statistics.median(groups)}
+            print(f"{name:8} count {args.messages / results[name]['count_s']:>12,.0f} rows/s   "
+                  f"groupBy {args.messages / results[name]['groupby_s']:>12,.0f} rows/s",
+                  flush=True)
+
+        if not args.skip_naive:
+            total = []
+            for _ in range(max(1, min(args.repeat, 2))):
+                t0 = time.perf_counter()
+                df = naive_dataframe(spark, bootstrap, topic, args.messages)
+                t1 = time.perf_counter()
+                assert df.count() == args.messages
+                t2 = time.perf_counter()
+                g = df.groupBy("key").count().collect()
+                t3 = time.perf_counter()
+                assert len(g) == KEYS
+                total.append((t1 - t0, t2 - t1, t3 - t2))
+            fetch, count, group = (statistics.median(x) for x in zip(*total))
+            # the naive way pays its driver-side read once for both queries
+            results["naive"] = {"fetch_s": fetch, "count_s": fetch + count,
+                                "groupby_s": fetch + group, "both_s": fetch + count + group}
+            print(f"naive    count {args.messages / (fetch + count):>12,.0f} rows/s   "
+                  f"groupBy {args.messages / (fetch + group):>12,.0f} rows/s "
+                  f"(driver-side read: {fetch:.1f} s)", flush=True)
+
+        for r in results.values():
+            r.setdefault("both_s", r["count_s"] + r["groupby_s"])
+        n = args.messages
+        print()
+        print(f"{'contender':10} {'count rows/s':>14} {'groupBy rows/s':>15} {'count+groupBy rows/s':>22}")
+        for name, r in results.items():
+            print(f"{name:10} {n / r['count_s']:>14,.0f} {n / r['groupby_s']:>15,.0f} "
+                  f"{n / r['both_s']:>22,.0f}")
+        rdk_r, ceil_r = results["rdk"], results["ceiling"]
+        print()
+        vs_ceiling = ceil_r["both_s"] / rdk_r["both_s"]
+        print(f"rdk / ceiling: count {ceil_r['count_s'] / rdk_r['count_s']:.2f}x, "
+              f"groupBy {ceil_r['groupby_s'] / rdk_r['groupby_s']:.2f}x, "
+              f"both {vs_ceiling:.2f}x (target >= 0.6x)")
+        if "naive" in results:
+            vs_naive = results["naive"]["both_s"] / rdk_r["both_s"]
+            print(f"rdk / naive: {vs_naive:.1f}x for count+groupBy (target >= 10x)")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"messages": n, "partitions": PARTITIONS, "value_size": VALUE_SIZE,
+                           "broker": "tansu" if broker else bootstrap, "results": results}, f,
+                          indent=2)
+        return 0
+    finally:
+        if spark is not None:
+            spark.stop()
+        if broker is not None:
+            broker.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

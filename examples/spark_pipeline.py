@@ -1,0 +1,377 @@
+"""rdk's main job: a click stream through Kafka and Spark, on an embedded broker.
+
+1. Produce a synthetic click stream keyed by user with ``rdk.Producer``.
+2. A Spark batch job reads it through the ``rdkafka`` data source, aggregates per user
+   and writes the aggregates to an output topic.
+3. A Structured Streaming query (Trigger.AvailableNow, a checkpoint, maxOffsetsPerTrigger)
+   processes the same topic incrementally: once, then again after more clicks arrive,
+   reading only the new ones.
+4. Two worker-slot consumers (``rdk.Consumer`` with offset files) read the output topic.
+5. Results: checks against what was produced, the top users, and the time of each step.
+
+    bash scripts/setup.sh && .venv/bin/python examples/spark_pipeline.py [--events N | --million]
+
+Without ``RDK_BROKERS`` it starts a Tansu broker (``--broker mock``: librdkafka's mock
+cluster in its own process); the work directory (checkpoints, offset files) is temporary
+unless ``--workdir`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from itertools import accumulate
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+
+PAGES = 50
+STEP_TIMEOUT = 600.0
+
+
+def say(text: str) -> None:
+    console.print(text)
+
+
+# ---- 0. a broker ---------------------------------------------------------------------------
+class MockProcess:
+    """librdkafka's mock cluster served by ``python -m rdk.mock`` in its own process."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "rdk.mock", "--brokers", "1"],
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
+        if not line.startswith("RDK_BROKERS="):
+            self.close()
+            raise SystemExit(f"the mock cluster did not start (got {line!r})")
+        self.bootstrap_servers = line.split("=", 1)[1]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_broker(kind: str, stack: ExitStack) -> tuple[str, str]:
+    if os.environ.get("RDK_BROKERS"):
+        return os.environ["RDK_BROKERS"], "RDK_BROKERS"
+    if kind == "mock":
+        broker = MockProcess()
+    else:
+        from rdk.mock import TansuBroker
+
+        broker = TansuBroker()
+    stack.callback(broker.close)
+    return broker.bootstrap_servers, kind
+
+
+# ---- 1. produce ----------------------------------------------------------------------------
+class ClickStream:
+    """Deterministic synthetic clicks: users drawn from a Zipf-like law (a few heavy users,
+    a long tail), pages uniformly; event i has timestamp base_ms + i."""
+
+    def __init__(self, users: int, seed: int = 42) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self.users = users
+        self.cum = list(accumulate(1 / (rank ** 1.1) for rank in range(1, users + 1)))
+        self.base_ms = int(time.time() * 1000) - 3_600_000  # an hour ago, 1 ms apart
+        self.per_user: Counter = Counter()
+        self.per_page: Counter = Counter()
+        self.sent = 0
+
+    def next_chunk(self, n: int) -> list[tuple[bytes, bytes]]:
+        who = self.rng.choices(range(self.users), cum_weights=self.cum, k=n)
+        where = self.rng.choices(range(PAGES), k=n)
+        first = self.sent
+        self.sent += n
+        self.per_user.update(who)
+        self.per_page.update(where)
+        return [(b"u%06d" % u, b'{"user":"u%06d","page":"/p/%d","ts":%d}'
+                 % (u, p, self.base_ms + first + i)) for i, (u, p) in enumerate(zip(who, where))]
+
+
+def produce_clicks(bootstrap: str, topic: str, clicks: ClickStream, count: int) -> float:
+    from rdk import Producer
+
+    failures: list = []
+    start = time.perf_counter()
+    chunk = 50_000
+    done = 0
+    with Producer(bootstrap, on_queue_full="block", balancer="murmur2_random",
+                  driver_options={"linger.ms": 5, "batch.num.messages": 10000}) as producer:
+        while done < count:
+            n = min(chunk, count - done)
+            producer.send(topic, None, clicks.next_chunk(n),
+                          on_delivery=lambda d, f: failures.extend(f))
+            done += n
+            if done % 200_000 == 0 or done == count:
+                say(f"   sent {done:>9,} / {count:,}")
+        left = producer.flush(120)
+    if left or failures:
+        raise SystemExit(f"produce: {left} undelivered, {len(failures)} failed "
+                         f"(first: {failures[0][1] if failures else '-'})")
+    return time.perf_counter() - start
+
+
+# ---- 2. Spark batch ------------------------------------------------------------------------
+def spark_session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import rdk.spark
+
+    spark = (SparkSession.builder.master("local[2]").appName("rdk-spark-pipeline")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    rdk.spark.register(spark)
+    return spark
+
+
+def batch_aggregate(spark, bootstrap: str, clicks: str, out_topic: str) -> int:
+    from pyspark.sql import functions as F
+
+    raw = (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+           .option("subscribe", clicks).load())
+    events = raw.select(F.col("key").cast("string").alias("user"),
+                        F.from_json(F.col("value").cast("string"),
+                                    "page string, ts long").alias("e")).select("user", "e.*")
+    per_user = (events.groupBy("user")
+                .agg(F.count("*").alias("clicks"), F.countDistinct("page").alias("pages"),
+                     F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"))
+                .cache())
+    (per_user.select(F.col("user").cast("binary").alias("key"),
+                     F.to_json(F.struct("user", "clicks", "pages", "first_ts", "last_ts"))
+                     .cast("binary").alias("value"))
+     .write.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", out_topic).mode("append").save())
+    users = per_user.count()
+    per_user.unpersist()
+    return users
+
+
+# ---- 3. Structured Streaming, AvailableNow, checkpoint ------------------------------------
+def stream_once(spark, bootstrap: str, clicks: str, checkpoint: str, max_per_trigger: int,
+                pages: Counter) -> list[int]:
+    """Run the incremental query to the end of what Kafka holds now; micro-batch sizes."""
+    from pyspark.sql import functions as F
+
+    sizes: list[int] = []
+
+    def per_batch(df, batch_id: int) -> None:
+        rows = df.groupBy("page").count().collect()
+        for r in rows:
+            pages[r["page"]] += r["count"]
+        sizes.append(sum(r["count"] for r in rows))
+
+    stream = (spark.readStream.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", clicks).option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", max_per_trigger).load())
+    query = (stream.select(F.get_json_object(F.col("value").cast("string"), "$.page")
+                           .alias("page"))
+             .writeStream.foreachBatch(per_batch).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    try:
+        if not query.awaitTermination(STEP_TIMEOUT):
+            raise SystemExit("the streaming query did not finish in time")
+    finally:
+        query.stop()
+    if query.exception() is not None:
+        raise SystemExit(f"the streaming query failed: {query.exception()}")
+    return [s for s in sizes if s]
+
+
+# ---- 4. worker-slot consumers with offset files -------------------------------------------
+def consume_aggregates(bootstrap: str, topic: str, expected: int, offsets_dir: str,
+                       workers: int = 2) -> tuple[dict[str, dict], list[tuple[int, list[int], int]]]:
+    from rdk import Consumer
+
+    lock = threading.Lock()
+    done = threading.Event()
+    got: dict[str, dict] = {}
+    per_slot = [0] * workers
+    errors: list[BaseException] = []
+
+    def receiver(slot: int):
+        def receive(info) -> None:
+            try:
+                records = [json.loads(m.value) for m in info.messages]
+            except Exception as e:  # stop waiting: the job cannot finish
+                errors.append(e)
+                done.set()
+                raise
+            with lock:
+                per_slot[slot] += len(records)
+                for r in records:
+                    got[r["user"]] = r
+                if sum(per_slot) >= expected:
+                    done.set()
+        return receive
+
+    consumers = [Consumer(bootstrap, topic, offsets_dir, receiver(slot), num_workers=workers,
+                          worker_slot=slot, start_offset="earliest")
+                 for slot in range(workers)]
+    owned = []
+    try:
+        for c in consumers:
+            owned.append(c.start())
+        if not done.wait(STEP_TIMEOUT) or errors:
+            raise SystemExit(f"consumers read {sum(per_slot)} of {expected} aggregates"
+                             + (f": {errors[0]!r}" if errors else ""))
+    finally:
+        for c in consumers:
+            c.stop()
+    return got, [(slot, owned[slot], per_slot[slot]) for slot in range(workers)]
+
+
+# ---- the job -------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="rdk's main job: Kafka -> Spark -> Kafka.")
+    ap.add_argument("--events", type=int, default=200_000, help="click events (default 200000)")
+    ap.add_argument("--million", action="store_const", const=1_000_000, dest="events",
+                    help="1 000 000 events")
+    ap.add_argument("--users", type=int, default=10_000,
+                    help="users to draw clicks from, Zipf-like (default 10000)")
+    ap.add_argument("--partitions", type=int, default=4, help="partitions of the click topic")
+    ap.add_argument("--broker", choices=("tansu", "mock"), default="tansu",
+                    help="embedded broker when RDK_BROKERS is unset (default tansu)")
+    ap.add_argument("--workdir", help="keep checkpoints and offset files here")
+    args = ap.parse_args(argv)
+    if args.events < 1 or args.users < 1 or args.partitions < 2:
+        ap.error("--events and --users must be >= 1, --partitions >= 2")
+    events, late = args.events, max(1, args.events // 10)
+
+    timings: list[tuple[str, int, float]] = []
+    ok = True
+    with ExitStack() as stack:
+        workdir = args.workdir or stack.enter_context(tempfile.TemporaryDirectory(prefix="rdk-"))
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        bootstrap, kind = start_broker(args.broker, stack)
+        partitions = args.partitions
+        if kind == "mock":  # the mock cluster keeps ~5 MiB per partition: spread the data
+            partitions = max(partitions, math.ceil((events + late) * 60 / (3 << 20)))
+        run = uuid.uuid4().hex[:6]
+        clicks, aggregates = f"clicks-{run}", f"user-clicks-{run}"
+        from rdk import Admin
+
+        with Admin(bootstrap) as admin:
+            admin.create_topics({clicks: partitions, aggregates: 4})
+        say(f"[bold]rdk pipeline[/] on {kind} ({bootstrap}); topics {clicks} "
+            f"({partitions} partitions) and {aggregates} (4); work dir {workdir}")
+
+        say(f"\n[bold]1. produce[/] {events:,} clicks by up to {args.users:,} users "
+            "with rdk.Producer")
+        stream = ClickStream(args.users)
+        secs = produce_clicks(bootstrap, clicks, stream, events)
+        users = len(stream.per_user)
+        expected_users = Counter({f"u{u:06d}": n for u, n in stream.per_user.items()})
+        timings.append(("1. produce clicks (rdk.Producer)", events, secs))
+
+        say("\n[bold]2. Spark batch[/]: read with format('rdkafka'), aggregate per user, "
+            "write to the output topic")
+        t = time.perf_counter()
+        spark = spark_session()
+        stack.callback(spark.stop)
+        say(f"   Spark {spark.version} started in {time.perf_counter() - t:.1f} s")
+        t = time.perf_counter()
+        n_users = batch_aggregate(spark, bootstrap, clicks, aggregates)
+        secs = time.perf_counter() - t
+        timings.append(("2. Spark batch read + aggregate + write", events, secs))
+        say(f"   {events:,} clicks -> {n_users:,} per-user rows written in {secs:.1f} s")
+        ok &= check(n_users == users, f"one aggregate per user ({n_users:,} == {users:,})")
+
+        say("\n[bold]3. Structured Streaming[/] with Trigger.AvailableNow and a checkpoint")
+        checkpoint = str(Path(workdir) / "checkpoint")
+        pages: Counter = Counter()
+        per_trigger = max(1, events // 4)
+        t = time.perf_counter()
+        sizes = stream_once(spark, bootstrap, clicks, checkpoint, per_trigger, pages)
+        secs = time.perf_counter() - t
+        timings.append(("3a. stream, first run", sum(sizes), secs))
+        say(f"   run 1: {sum(sizes):,} clicks in {len(sizes)} micro-batches "
+            f"(maxOffsetsPerTrigger={per_trigger:,}): {sizes}")
+        say(f"   {late:,} more clicks arrive ...")
+        produce_clicks(bootstrap, clicks, stream, late)
+        t = time.perf_counter()
+        sizes2 = stream_once(spark, bootstrap, clicks, checkpoint, per_trigger, pages)
+        secs = time.perf_counter() - t
+        timings.append(("3b. stream, second run (new clicks only)", sum(sizes2), secs))
+        say(f"   run 2 (same checkpoint): {sum(sizes2):,} clicks in {len(sizes2)} micro-batch(es)")
+        ok &= check(sum(sizes) == events and sum(sizes2) == late,
+                    "each click streamed exactly once across both runs "
+                    f"({sum(sizes):,} + {sum(sizes2):,} == {events:,} + {late:,})")
+        expected_pages = Counter({f"/p/{p}": n for p, n in stream.per_page.items()})
+        ok &= check(pages == expected_pages, "streamed page counts equal the produced ones")
+
+        say("\n[bold]4. worker-slot consumers[/] (rdk.Consumer, num_workers=2, offset files) "
+            "read the output topic")
+        offsets_dir = str(Path(workdir) / "offsets")
+        t = time.perf_counter()
+        got, slots = consume_aggregates(bootstrap, aggregates, n_users, offsets_dir)
+        secs = time.perf_counter() - t
+        timings.append(("4. worker-slot consumers read aggregates", len(got), secs))
+        for slot, owned, count in slots:
+            say(f"   slot {slot}: partitions {owned}, {count:,} aggregates")
+        files = sorted(Path(offsets_dir).glob("*.offset"))
+        say("   offset files: " + ", ".join(f"{f.name}={f.read_text().strip()}" for f in files))
+        ok &= check(len(got) == users and all(got[u]["clicks"] == c
+                                              for u, c in expected_users.items()),
+                    "every user's click count matches what was produced")
+
+        say("\n[bold]5. results[/]")
+        top = Table(title="top users by clicks (from the output topic)")
+        for col in ("user", "clicks", "distinct pages", "first click (UTC)", "last click"):
+            top.add_column(col, justify="right")
+        for r in sorted(got.values(), key=lambda r: (-r["clicks"], r["user"]))[:5]:
+            top.add_row(r["user"], f"{r['clicks']:,}", str(r["pages"]), clock(r["first_ts"]),
+                        clock(r["last_ts"]))
+        console.print(top)
+        steps = Table(title="steps")
+        steps.add_column("step")
+        steps.add_column("records", justify="right")
+        steps.add_column("seconds", justify="right")
+        steps.add_column("records/s", justify="right")
+        for name, n, s in timings:
+            steps.add_row(name, f"{n:,}", f"{s:.1f}", f"{n / s:,.0f}" if s > 0 else "-")
+        console.print(steps)
+        say(f"total {time.perf_counter() - t0:.1f} s; "
+            + ("[green]all checks passed[/]" if ok else "[red]some checks FAILED[/]"))
+    return 0 if ok else 1
+
+
+def clock(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+def check(condition: bool, what: str) -> bool:
+    say(("   [green]ok[/]   " if condition else "   [red]FAIL[/] ") + what)
+    return condition
+
+
+if __name__ == "__main__":
+    sys.exit(main())
