@@ -102,17 +102,23 @@ def crash_run(tmp_path, total: int, kills: int, pace: float, seed: int) -> dict:
         started_kills = 0
         try:
             assert pool.wait_started(60), "workers did not start"
+            slot = 0
             for k in range(kills):
-                slot = rng.randrange(WORKERS)
+                if k % 4:
+                    # a running consumer, at a point spread along the stream
+                    target = total * (k + 1) // (kills + 2)
+                    wait_until(lambda t=target: processed_so_far(records_dir) >= t, 120,
+                               interval=0.05, what=f"{target} messages processed")
+                    slot = rng.randrange(WORKERS)
+                # else: the slot killed last, whose new process is still starting up
+                # (importing, taking locks, reading offsets)
                 pid = wait_until(lambda s=slot: (pool.pids.get(s) not in killed_pids | {None})
                                  and pool.pids.get(s), 60, what=f"a live worker in slot {slot}")
-                # most kills hit a consumer that is running; every fourth one may land while
-                # the process is still starting (importing, taking locks, reading offsets)
                 if k % 4:
-                    wait_until(lambda s=slot, p=pid: s in pool.partitions or pool.pids.get(s) != p, 60,
-                               what=f"worker {pid} to start its consumer")
-                    started_kills += pool.pids.get(slot) == pid and slot in pool.partitions
-                time.sleep(rng.uniform(0.05, 0.6))  # the random moment (fault schedule)
+                    wait_until(lambda s=slot, p=pid: s in pool.partitions or pool.pids.get(s) != p,
+                               60, what=f"worker {pid} to start its consumer")
+                time.sleep(rng.uniform(0.0, 0.3))  # the random moment (fault schedule)
+                started_kills += pool.pids.get(slot) == pid and slot in pool.partitions
                 pending_at_kill.append(total - processed_so_far(records_dir))
                 os.kill(pid, signal.SIGKILL)
                 killed_pids.add(pid)
@@ -153,6 +159,7 @@ def crash_run(tmp_path, total: int, kills: int, pace: float, seed: int) -> dict:
         "duplicates": duplicates, "max_duplicates_per_restart": max(dup_per_process),
         "mismatched_payloads": mismatches, "offset_file_reads": reader.reads,
         "kills_of_running_consumers": started_kills, "reader_errors": reader.errors[:5], "kills_with_work_pending": sum(1 for n in pending_at_kill if n > 0),
+        "pending_at_last_kill": pending_at_kill[-1],
         "temp_files_left": [n for n in os.listdir(offset_dir) if n.endswith(".tmp")],
         "final_offsets": {p: read_offset_file(offset_file_path(offset_dir, topic, p))
                           for p in range(PARTITIONS)},
