@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -23,8 +22,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from json.encoder import encode_basestring as _json_string
+from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from .validate import check_broker, check_topic_name
@@ -592,14 +591,14 @@ def _json_bytes(data: bytes | None) -> str:
     try:
         return _json_string(data.decode("utf-8"))
     except UnicodeDecodeError:
-        return '{"base64": "%s"}' % base64.b64encode(data).decode("ascii")
+        return '{"base64": "' + base64.b64encode(data).decode("ascii") + '"}'
 
 
 def _json_line(m: Any) -> str:
     # formatted by hand (json.dumps of a dict per message is several times slower)
     value, key, headers, timestamp, topic, partition, offset = m
-    hs = "null" if headers is None else "[%s]" % ", ".join(
-        f"[{_json_string(name)}, {_json_bytes(v)}]" for name, v in headers)
+    hs = "null" if headers is None else "[" + ", ".join(
+        f"[{_json_string(name)}, {_json_bytes(v)}]" for name, v in headers) + "]"
     return (f'{{"topic": {_json_string(topic)}, "partition": {partition}, "offset": {offset}, '
             f'"timestamp": {"null" if timestamp is None else timestamp}, '
             f'"key": {_json_bytes(key)}, "value": {_json_bytes(value)}, "headers": {hs}}}\n')
