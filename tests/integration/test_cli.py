@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import io
 import json
 import os
 import signal
@@ -480,3 +481,18 @@ def test_stats_watch_refreshes_until_interrupted(mock_cluster, tmp_path):
             proc.kill()
             proc.wait()
     assert [b"total", b"-", b"-", b"10"] in lines
+
+
+def test_rich_table_and_progress_render_when_asked(mock_cluster, tmp_path, capsys):
+    buf = io.StringIO()
+    cli.print_table("offsets", ["topic", "partition", "stored"], [("events", 3, 1499)],
+                    rich_output=True, out=buf)
+    text = buf.getvalue()
+    assert "events" in text and "1499" in text and "─" in text  # a rich box, not plain text
+    mock_cluster.create_topic("shown", 1)
+    (tmp_path / "in.txt").write_bytes(b"a\nb\nc\n")
+    assert cli.main(["produce", "-b", mock_cluster.bootstrap_servers, "-t", "shown",
+                     "--progress", str(tmp_path / "in.txt")]) == 0
+    err = capsys.readouterr().err
+    assert "produce shown" in err  # the progress line, although stderr is not a TTY
+    assert "sent 3, failed 0" in err
