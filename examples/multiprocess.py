@@ -61,7 +61,7 @@ def main() -> None:
                   f"kafka_log_size={info.kafka_log_size} slots={sorted(info.slots)}", flush=True)
             if (not args.forever and info.kafka_log_size == log_size
                     and info.waiting_kafka == 0 and info.waiting_local == 0):
-                pool.request_stop()  # graceful: in-flight batches finish, offsets are written
+                pool.stop()  # graceful: in-flight batches finish, offsets are written
 
         pool = workers.WorkerPool(args.workers, factory, stats_callback=on_stats)
         pool.run()  # until request_stop() or SIGTERM/SIGINT

@@ -383,9 +383,13 @@ class WorkerPool:
             os.write(self._wake_w, b"x")
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop every worker gracefully and wait (at most ``timeout`` s) for the pool to end."""
+        """Stop every worker gracefully and wait (at most ``timeout`` s) for the pool to end.
+
+        From the pool's own thread (e.g. inside ``stats_callback``) it only asks for the stop.
+        """
         self.request_stop()
-        self.wait(timeout)
+        if threading.current_thread() is not self._thread:
+            self.wait(timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the pool has ended; True if it has."""
