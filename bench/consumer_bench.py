@@ -11,7 +11,9 @@ Workload (issue 4): 100-byte messages in 4 partitions, consumed from the beginni
 - ``rdk-fetch``: the C batch helper alone (no Python objects): the ceiling for rdk.
 
 Each pass uses a fresh consumer; the rate counts the messages after the first batch over
-the time from the first batch to the last message, so connection set-up is left out.
+the time from the first batch to the last message, so connection set-up is left out; the
+CPU time of the whole process over the same span, per message, is the steadier figure on a
+busy machine.
 The mock cluster keeps only ~5 MiB per partition, so a pass there is ~180k messages;
 several passes are alternated between clients and the median is reported.
 
@@ -97,10 +99,12 @@ class Clock:
     def add(self, n: int) -> None:
         if self.count == 0:
             self.t0 = time.perf_counter()
+            self.c0 = time.process_time()
             self.first_n = n
         self.count += n
         if self.count >= self.total and not self.done.is_set():
             self.t1 = time.perf_counter()
+            self.c1 = time.process_time()
             self.done.set()
 
     def rate(self) -> float:
@@ -108,8 +112,14 @@ class Clock:
             return float("nan")
         return (self.count - self.first_n) / (self.t1 - self.t0)
 
+    def cpu_us(self) -> float:
+        """CPU time of the whole process (every thread) per message, in microseconds."""
+        if not self.done.is_set() or self.count <= self.first_n:
+            return float("nan")
+        return (self.c1 - self.c0) / (self.count - self.first_n) * 1e6
 
-def run_rdk(bootstrap: str, total: int, timeout: float) -> float:
+
+def run_rdk(bootstrap: str, total: int, timeout: float) -> Clock:
     clock = Clock(total)
     tmp = tempfile.mkdtemp(prefix="rdk-bench-")
 
@@ -127,12 +137,13 @@ def run_rdk(bootstrap: str, total: int, timeout: float) -> float:
         c.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return clock.rate()
+    return clock
 
 
-def run_rdk_fetch(bootstrap: str, total: int, timeout: float) -> float:
+def run_rdk_fetch(bootstrap: str, total: int, timeout: float) -> Clock:
     clock = Clock(total)
-    client = _binding.Client("consumer", {"bootstrap.servers": bootstrap})
+    client = _binding.Client("consumer", {"bootstrap.servers": bootstrap,
+                                          "fetch.queue.backoff.ms": 10})
     fetcher = Fetcher(client, TOPIC, 10000)
     try:
         for p in range(PARTITIONS):
@@ -145,10 +156,10 @@ def run_rdk_fetch(bootstrap: str, total: int, timeout: float) -> float:
     finally:
         fetcher.close()
         client.close()
-    return clock.rate()
+    return clock
 
 
-def run_confluent(bootstrap: str, total: int, timeout: float, extra: dict | None = None) -> float:
+def run_confluent(bootstrap: str, total: int, timeout: float, extra: dict | None = None) -> Clock:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     clock = Clock(total)
@@ -166,10 +177,10 @@ def run_confluent(bootstrap: str, total: int, timeout: float, extra: dict | None
             clock.add(len(msgs))
     finally:
         c.close()
-    return clock.rate()
+    return clock
 
 
-def run_confluent_backoff(bootstrap: str, total: int, timeout: float) -> float:
+def run_confluent_backoff(bootstrap: str, total: int, timeout: float) -> Clock:
     """confluent-kafka with rdk's default fetch.queue.backoff.ms (10 ms instead of 1 s)."""
     return run_confluent(bootstrap, total, timeout, {"fetch.queue.backoff.ms": 10})
 
@@ -197,15 +208,20 @@ def bench_broker(kind: str, args) -> dict:
             raise SystemExit(f"{kind}: the broker dropped old messages: {marks}")
         total = sum(hi for _, hi in marks)
         rates: dict[str, list[float]] = {name: [] for name in args.clients}
+        cpu: dict[str, list[float]] = {name: [] for name in args.clients}
         for _ in range(args.passes):
             for name in args.clients:
-                rates[name].append(CLIENTS[name](bootstrap, total, args.timeout))
+                clock = CLIENTS[name](bootstrap, total, args.timeout)
+                rates[name].append(clock.rate())
+                cpu[name].append(clock.cpu_us())
         result = {"broker": kind, "messages_per_pass": total, "size": args.size,
                   "passes": args.passes}
         for name, values in rates.items():
             ok = [v for v in values if not math.isnan(v)]
+            cpu_ok = [v for v in cpu[name] if not math.isnan(v)]
             result[name] = {"median": statistics.median(ok) if ok else None,
-                            "best": max(ok) if ok else None, "all": [round(v) for v in values]}
+                            "best": max(ok) if ok else None, "all": [round(v) for v in values],
+                            "cpu_us_per_msg": round(statistics.median(cpu_ok), 3) if cpu_ok else None}
         ck = result.get("confluent", {}).get("median")
         if ck and result.get("rdk", {}).get("median"):
             result["rdk_vs_confluent"] = round(result["rdk"]["median"] / ck, 2)
@@ -238,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             r = result[name]
             if r["median"]:
                 print(f"  {kind:5} {name:15} median {r['median'] / 1e6:5.2f} M msg/s "
-                      f"(best {r['best'] / 1e6:.2f})", file=sys.stderr)
+                      f"(best {r['best'] / 1e6:.2f}), CPU {r['cpu_us_per_msg']:.2f} us/msg",
+                      file=sys.stderr)
         if "rdk_vs_confluent" in result:
             print(f"  {kind:5} rdk / confluent-kafka = {result['rdk_vs_confluent']}x", file=sys.stderr)
     return 0

@@ -44,12 +44,18 @@ class Fetcher:
         for p in list(self.started):
             self.stop(p)
 
-    def fetch(self, timeout_ms: int, max_messages: int | None = None) -> Any:
-        """One C call: up to max_messages into self.batch; returns the batch (b.n messages)."""
-        n = lib.rdk_consume_batch(self.queue, timeout_ms, max_messages or self.max_messages, self.batch)
+    def fetch(self, timeout_ms: int, max_messages: int | None = None, batch: Any = None) -> Any:
+        """One C call: up to max_messages into ``batch`` (default self.batch); returns it.
+
+        A caller rotating its own batches (rdk_batch_new) must fetch into the same batch
+        again while ``carry_end > carry_start``: those messages were taken from the queue
+        but did not fit (the Arrow 2 GiB limit) and come first in that batch's next fetch.
+        """
+        b = self.batch if batch is None else batch
+        n = lib.rdk_consume_batch(self.queue, timeout_ms, max_messages or self.max_messages, b)
         if n < 0:
             raise MemoryError("rdk_consume_batch: out of memory")
-        return self.batch
+        return b
 
     def close(self) -> None:
         self.stop_all()

@@ -6,12 +6,12 @@ OffsetStore), pause/resume that also stops fetching, and periodic stats.
 Pipeline (no Python call per message anywhere):
 
 - a **fetch thread** calls the C batch helper (one call copies up to
-  ``max_messages_per_callback`` messages into contiguous buffers, with the GIL released),
-  turns the buffers into :class:`rdk.Message` tuples at C speed (one copy of the payload
-  area, ``map``/``slice``/``zip``) and puts the batch on a small bounded queue, so the
-  next fetch runs while the callback works;
-- a **delivery thread** hands batches to ``receive_callback`` and settles them when the
-  callback returns (or when the Future / awaitable it returned completes);
+  ``max_messages_per_callback`` messages into contiguous buffers, with the GIL released)
+  and queues the filled buffer (a few rotate), so it goes straight back to fetching;
+- a **delivery thread** turns a buffer into :class:`rdk.Message` tuples in one call
+  (``rdk._messages``, C; or ``map``/``zip`` in Python), gives the buffer back, hands the
+  batch to ``receive_callback`` and settles it when the callback returns (or when the
+  Future / awaitable it returned completes);
 - an **offset thread** stores the contiguous settled prefix per partition, coalescing.
 """
 
@@ -53,10 +53,10 @@ __all__ = ["Batch", "Consumer"]
 log = logging.getLogger("rdk")
 
 _FETCH_TIMEOUT_MS = 100     # one fetch call waits at most this long (stop latency)
-_QUEUE_DEPTH = 3            # converted batches waiting for the delivery thread
+_QUEUE_DEPTH = 3            # filled batch buffers waiting for the consuming thread
 _MAX_IN_FLIGHT = 16         # unsettled batches (Futures / awaitables) before delivery waits
 _END_CHECK_SECONDS = 1.0    # while idle: is a partition's position beyond the log end?
-_OFFSET_WRITE_INTERVAL = 0.05  # offset writes start at most 20 times a second (they coalesce)
+_OFFSET_WRITE_INTERVAL = 0.1   # offset writes start at most 10 times a second (they coalesce)
 
 _PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
 _FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
@@ -321,7 +321,12 @@ class Consumer:
         self._closed_event = threading.Event()
         self._running = threading.Event()
         self._running.set()
-        self._queue: queue.Queue[Batch] = queue.Queue(_QUEUE_DEPTH)
+        self._queue: queue.Queue[tuple[Any, list]] = queue.Queue()
+        self._buffers: list[Any] = []
+        self._free: deque[Any] = deque()
+        self._free_cond = threading.Condition()
+        self._converting = 0
+        self._buffers_freed = False
         self._in_flight = threading.BoundedSemaphore(_MAX_IN_FLIGHT)
         self._tracker = _Tracker(commit_on_error, logger, self.topic)
         self._error: KafkaError | None = None
@@ -362,6 +367,8 @@ class Consumer:
                 raise
             self._mode = mode
             self._state = "running"
+            if not self._running.is_set():  # pause() came before start()
+                self._pause_resume(True)
             self._spawn(self._fetch_loop, "fetch")
             if mode == "callback":
                 self._spawn(self._deliver_loop, "deliver")
@@ -404,6 +411,9 @@ class Consumer:
                                                   name=f"rdk-offsets-{self.topic}",
                                                   min_interval=_OFFSET_WRITE_INTERVAL)
         self._fetcher = Fetcher(self._client, self.topic, self.max_messages_per_callback)
+        self._buffers = [self._new_buffer() for _ in range(_QUEUE_DEPTH + 1)]
+        self._free.extend(self._buffers)
+        self._buffers_freed = False
         self._fetched = dict.fromkeys(owned, 0)
         self._handed = dict.fromkeys(owned, 0)
         self.partition_count = count
@@ -413,6 +423,12 @@ class Consumer:
         self.logger.info("consumer of %s owns partitions %s (slot %d of %d), starting at %s",
                          self.topic, owned, self.worker_slot, self.num_workers,
                          {p: stored[p] + 1 if p in stored else self.start_offset for p in owned})
+
+    def _new_buffer(self) -> Any:
+        b = lib.rdk_batch_new(self.max_messages_per_callback)
+        if b == ffi.NULL:
+            raise MemoryError("rdk_batch_new")
+        return ffi.gc(b, lib.rdk_batch_free)
 
     def _high_watermarks(self, partitions: list[int]) -> dict[int, int]:
         """Explicit "latest" offsets, right on every broker (Admin.watermarks confirms
@@ -530,6 +546,8 @@ class Consumer:
                 if not self._loop_thread.is_alive():
                     loop.close()
         fetch_alive = any(t.is_alive() and t.name.startswith("rdk-fetch") for t in self._threads)
+        if not fetch_alive:
+            self._free_buffers()
         if self._fetcher is not None and not fetch_alive:
             self._fetcher.close()
             self._fetcher = None
@@ -547,6 +565,19 @@ class Consumer:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def _free_buffers(self) -> None:
+        """Free the batch buffers (messages carried in them belong to the client, so this
+        comes before the client is closed); waits for a conversion in progress."""
+        with self._free_cond:
+            self._buffers_freed = True
+            self._free_cond.wait_for(lambda: self._converting == 0, 5.0)
+            if self._converting:
+                return  # pragma: no cover - a conversion stuck in C: leak rather than crash
+            buffers, self._buffers = self._buffers, []
+            self._free.clear()
+        for b in buffers:
+            ffi.release(b)
 
     def close(self) -> None:
         """Same as ``stop()``."""
@@ -599,43 +630,75 @@ class Consumer:
 
     # ---- fetching ------------------------------------------------------------------
     def _fetch_loop(self) -> None:
+        """Fill batch buffers (one C call each, GIL released) and queue them; the consuming
+        thread turns them into Messages, so this thread goes straight back to fetching."""
         fetcher, q, stop = self._fetcher, self._queue, self._stop_event
-        fetched = self._fetched
+        fetched, maximum = self._fetched, self.max_messages_per_callback
         next_check = time.monotonic() + _END_CHECK_SECONDS
+        b = None
         try:
             while not stop.is_set():
-                b = fetcher.fetch(_FETCH_TIMEOUT_MS)
-                if b.n == 0:
+                if b is None:
+                    b = self._take_buffer()
+                    if b is None:
+                        return
+                fetcher.fetch(_FETCH_TIMEOUT_MS, maximum, b)
+                n = b.n
+                if n == 0:
                     if time.monotonic() >= next_check:
                         next_check = time.monotonic() + _END_CHECK_SECONDS
                         self._check_beyond_end()
                     continue
-                batch = self._convert(b)
-                if batch is None:
-                    continue
-                for p, _first, _last, count in batch._parts:
+                if b.n_errors:
+                    self._handle_errors(b)
+                    if b.n_errors == n:
+                        continue
+                np = b.n_parts
+                parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
+                                 ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np)))
+                for p, _first, _last, count in parts:
                     fetched[p] += count
-                while True:
-                    try:
-                        q.put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        if stop.is_set():
-                            return
+                carry = b.carry_end > b.carry_start
+                q.put((b, parts))  # never blocks: the buffers bound the queue
+                # messages carried over (Arrow 2 GiB limit) come first in the same buffer
+                b = self._take_buffer(b) if carry else None
         except BaseException as e:  # a bug or out of memory: say so and stop, never hang
             self.logger.exception("consumer of %s: fetch thread failed", self.topic)
             self._fail(e if isinstance(e, KafkaError) else
                        KafkaError(ERROR_CODES["_FAIL"], f"fetch thread failed: {e!r}",
                                   context=self.topic))
 
-    def _convert(self, b: Any) -> Batch | None:
+    def _take_buffer(self, which: Any = None) -> Any:
+        """A free batch buffer (``which`` one, if given); None once stopping."""
+        with self._free_cond:
+            while not self._stop_event.is_set():
+                if which is None and self._free:
+                    return self._free.popleft()
+                if which is not None and which in self._free:
+                    self._free.remove(which)
+                    return which
+                self._free_cond.wait(0.1)
+        return None
+
+    def _next_batch(self, item: tuple[Any, list]) -> Batch | None:
+        """Turn a queued buffer into a Batch and give the buffer back (consuming thread)."""
+        b, parts = item
+        with self._free_cond:
+            if self._buffers_freed:
+                return None
+            self._converting += 1
+        try:
+            return self._convert(b, parts)
+        finally:
+            with self._free_cond:
+                self._converting -= 1
+                self._free.append(b)
+                self._free_cond.notify_all()
+
+    def _convert(self, b: Any, parts: list[tuple[int, int, int, int]]) -> Batch:
         """The C batch as a Batch of Message tuples: one call into rdk._messages (C), or
         the pure-Python equivalent built with map/zip when that module is absent."""
         n = b.n
-        if b.n_errors:
-            self._handle_errors(b)
-            if b.n_errors == n:
-                return None
         headers = self._headers(b, n) if b.n_headers else None
         if _messages is not None:
             messages = _messages.build(
@@ -647,11 +710,8 @@ class Consumer:
                 _addr(b.err) if b.n_errors else 0, headers)
         else:
             messages = self._build_messages(b, n, headers)
-        np = b.n_parts
         reps = ffi.new("int64_t[2]")
         lib.rdk_batch_track(b, self._expected, self.partition_count, reps, reps + 1)
-        parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
-                         ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np)))
         return Batch(messages, int(reps[0]), int(reps[1]), self.topic, parts, self)
 
     def _build_messages(self, b: Any, n: int, headers: list[Any] | None) -> list[Message]:
@@ -763,7 +823,7 @@ class Consumer:
         q, stop, running = self._queue, self._stop_event, self._running
         while True:
             try:
-                batch = q.get(timeout=0.1)
+                item = q.get(timeout=0.1)
             except queue.Empty:
                 if stop.is_set():
                     return
@@ -773,6 +833,9 @@ class Consumer:
             while not stop.is_set() and not self._in_flight.acquire(timeout=0.1):
                 pass
             if stop.is_set():
+                return
+            batch = self._next_batch(item)
+            if batch is None:
                 return
             self._hand(batch)
             self._dispatch(batch)
@@ -882,9 +945,11 @@ class Consumer:
                     self._running.wait(left)
                     continue
                 try:
-                    batch = q.get(timeout=left)
+                    batch = self._next_batch(q.get(timeout=left))
                 except queue.Empty:
                     continue
+                if batch is None:
+                    return
             self._hand(batch)
             prev = batch
             yield batch
