@@ -50,6 +50,10 @@ PRODUCER_SETTINGS: dict[str, Any] = {
     "queue.buffering.max.kbytes": 1048576,
 }
 CONSUMER_SETTINGS: dict[str, Any] = {
+    # librdkafka's default (1000) stalls any client slower than its fetcher for a second
+    # whenever a partition queue passes queued.min.messages; rdk's Consumer defaults to 10,
+    # so every librdkafka-based contender gets 10 here
+    "fetch.queue.backoff.ms": 10,
     "fetch.wait.max.ms": 100,
     "fetch.min.bytes": 1,
     "fetch.max.bytes": 52428800,
