@@ -16,6 +16,7 @@ import json
 import logging
 import pathlib
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -107,6 +108,7 @@ class Env:
     def close(self) -> None:
         self.producer.stop(5)
         self.mc.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 # ---- Producer: constructor -------------------------------------------------------------
