@@ -3,7 +3,7 @@
 Explicit partitions (worker slots), progress in kafka-native's offset files (or any
 OffsetStore), pause/resume that also stops fetching, and periodic stats.
 
-Pipeline (no Python call per message anywhere):
+Pipeline (no Python code per message on the C fast path):
 
 - a **fetch thread** calls the C batch helper (one call copies up to
   ``max_messages_per_callback`` messages into contiguous buffers, with the GIL released)
@@ -54,6 +54,7 @@ log = logging.getLogger("rdk")
 
 _FETCH_TIMEOUT_MS = 100     # one fetch call waits at most this long (stop latency)
 _QUEUE_DEPTH = 3            # filled batch buffers waiting for the consuming thread
+_EXTRA_BUFFERS = 2          # more, only while paused (to keep draining librdkafka's queue)
 _MAX_IN_FLIGHT = 16         # unsettled batches (Futures / awaitables) before delivery waits
 _END_CHECK_SECONDS = 1.0    # while idle: is a partition's position beyond the log end?
 _OFFSET_WRITE_INTERVAL = 0.1   # offset writes start at most 10 times a second (they coalesce)
@@ -325,6 +326,7 @@ class Consumer:
         self._buffers: list[Any] = []
         self._free: deque[Any] = deque()
         self._free_cond = threading.Condition()
+        self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
         self._converting = 0
         self._buffers_freed = False
         self._in_flight = threading.BoundedSemaphore(_MAX_IN_FLIGHT)
@@ -616,16 +618,24 @@ class Consumer:
         with self._state_lock:
             if self._state in ("stopping", "closed"):
                 raise ClosedError(f"this Consumer is stopped ({self._state})")
-            if pause:
-                self._running.clear()
             if self._client is not None and self.partitions:
                 tpl = ffi.gc(lib.rd_kafka_topic_partition_list_new(len(self.partitions)),
                              lib.rd_kafka_topic_partition_list_destroy)
                 for p in self.partitions:
                     lib.rd_kafka_topic_partition_list_add(tpl, self.topic.encode(), p)
-                fn = lib.rd_kafka_pause_partitions if pause else lib.rd_kafka_resume_partitions
-                _binding.check(fn(self._client.rk, tpl), "pause" if pause else "resume")
-            if not pause:
+                if pause:
+                    # Pause between two fetch calls, never during one: librdkafka resumes
+                    # at the position after the last message handed out before the pause,
+                    # and a fetch call still collecting would hand out more after it
+                    # (they would come again after resume()). The yield ends a waiting call.
+                    lib.rd_kafka_queue_yield(self._fetcher.queue)
+                    with self._fetch_lock:
+                        _binding.check(lib.rd_kafka_pause_partitions(self._client.rk, tpl), "pause")
+                else:
+                    _binding.check(lib.rd_kafka_resume_partitions(self._client.rk, tpl), "resume")
+            if pause:
+                self._running.clear()
+            else:
                 self._running.set()
 
     # ---- fetching ------------------------------------------------------------------
@@ -634,6 +644,7 @@ class Consumer:
         thread turns them into Messages, so this thread goes straight back to fetching."""
         fetcher, q, stop = self._fetcher, self._queue, self._stop_event
         fetched, maximum = self._fetched, self.max_messages_per_callback
+        fetch_lock = self._fetch_lock
         next_check = time.monotonic() + _END_CHECK_SECONDS
         b = None
         try:
@@ -642,7 +653,8 @@ class Consumer:
                     b = self._take_buffer()
                     if b is None:
                         return
-                fetcher.fetch(_FETCH_TIMEOUT_MS, maximum, b)
+                with fetch_lock:
+                    fetcher.fetch(_FETCH_TIMEOUT_MS, maximum, b)
                 n = b.n
                 if n == 0:
                     if time.monotonic() >= next_check:
@@ -669,7 +681,14 @@ class Consumer:
                                   context=self.topic))
 
     def _take_buffer(self, which: Any = None) -> Any:
-        """A free batch buffer (``which`` one, if given); None once stopping."""
+        """A free batch buffer (``which`` one, if given); None once stopping.
+
+        While paused, the queued buffers wait for resume(), but this thread must go on
+        serving librdkafka's queue: that is where pause() drops the partitions' outdated
+        messages (its own purge stops at the first message of another partition in a
+        shared queue). So a paused consumer with no free buffer gets one more (at most
+        _EXTRA_BUFFERS; they join the pool).
+        """
         with self._free_cond:
             while not self._stop_event.is_set():
                 if which is None and self._free:
@@ -677,6 +696,11 @@ class Consumer:
                 if which is not None and which in self._free:
                     self._free.remove(which)
                     return which
+                if (which is None and not self._running.is_set()
+                        and len(self._buffers) < _QUEUE_DEPTH + 1 + _EXTRA_BUFFERS):
+                    b = self._new_buffer()
+                    self._buffers.append(b)
+                    return b
                 self._free_cond.wait(0.1)
         return None
 
