@@ -521,7 +521,7 @@ class Consumer:
                 self._warn(f"offsets {committer.pending} were not stored within "
                            f"stop(timeout={timeout}): {committer.last_error}")
         finally:
-            self._teardown()
+            self._teardown(deadline)
             with self._state_lock:
                 self._state = "closed"
             self._closed_event.set()
@@ -530,8 +530,11 @@ class Consumer:
         self.logger.warning("consumer of %s: %s", self.topic, text)
         warnings.warn(text, RuntimeWarning, stacklevel=3)
 
-    def _teardown(self) -> None:
-        """Free C objects, locks and the loop (after the threads that use them ended)."""
+    def _teardown(self, deadline: float | None = None) -> None:
+        """Free C objects, locks and the loop (after the threads that use them ended).
+
+        By ``deadline`` (monotonic) if given: a stats_callback that never returns holds the
+        client's event thread, whose handle is then freed once that callback returns."""
         if self._loop is not None and self._user_loop is None:
             import asyncio
 
@@ -562,7 +565,7 @@ class Consumer:
             except Exception:
                 self.logger.exception("offset_store.close() failed")
         if self._client is not None and not fetch_alive:
-            self._client.close()
+            self._client.close(5.0 if deadline is None else max(0.0, deadline - time.monotonic()))
             self._client = None
         if self._lock is not None:
             self._lock.release()

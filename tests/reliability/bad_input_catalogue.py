@@ -498,9 +498,7 @@ def _(e: Env) -> None:
     assert any("receive_callback" in w for w in said), said
 
 
-@case("Consumer stats_callback never returns: stop(timeout=1) returns on time", None,
-      known_bug="Consumer._teardown closes its Client with the default 5 s wait for the event "
-                "thread instead of the time left of stop(timeout)")
+@case("Consumer stats_callback never returns: stop(timeout=1) returns on time", None)
 def _(e: Env) -> None:
     stuck = _Stuck()
     c = e.consumer(stats_callback=stuck, statistics_interval_ms=50)
