@@ -827,11 +827,11 @@ class Consumer:
             self.logger.warning("consumer of %s: partition %d: %s; resetting to %s", self.topic,
                                 p, text, self.on_offset_out_of_range)
             self._reset_at[p] = e
-            self._fetcher.stop(p)
             # "latest" from the Fetch high watermark: Tansu's ListOffsets(latest) is wrong
-            self._fetcher.start(p, lib.RD_KAFKA_OFFSET_BEGINNING
-                                if self.on_offset_out_of_range == "earliest"
-                                else min(seen[1], int(hi[0])))
+            restart = (lib.RD_KAFKA_OFFSET_BEGINNING if self.on_offset_out_of_range == "earliest"
+                       else min(seen[1], int(hi[0])))
+            self._fetcher.stop(p)
+            self._fetcher.start(p, restart)
 
     def _fail(self, err: KafkaError) -> None:
         """A fatal error: remember it; callback mode logs it and stops the consumer."""
@@ -989,6 +989,7 @@ class Consumer:
             rdkafka_stats, self.topic, owned,
             buffered={p: self._fetched[p] - self._handed[p] for p in owned},
             next_offsets={p: int(expected[p]) for p in owned} if expected is not None else None,
+            shared_queue=True,
         )
         self.last_stats = info
         if self._stats_callback is not None:

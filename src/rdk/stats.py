@@ -7,7 +7,9 @@ partitions only:
   at 0 (messages still on the broker). The high watermark in librdkafka's stats comes from
   Fetch responses, which is right on Tansu too.
 - ``waiting_local``: messages fetched but not yet handed to ``receive_callback``:
-  librdkafka's fetch queue (``fetchq_cnt``) plus what rdk itself buffers.
+  librdkafka's fetch queue (``fetchq_cnt``) plus what rdk itself buffers. rdk's partitions
+  share one queue, whose length each partition reports: it is counted once and split by
+  what each partition has fetched beyond what librdkafka handed out.
 - ``kafka_log_size``: high minus low watermark (messages the broker keeps).
 """
 
@@ -31,8 +33,10 @@ class PartitionStats:
     hi_offset: int = -1
     lo_offset: int = -1
     next_offset: int = -1
-    fetchq_cnt: int = 0
+    app_offset: int = -1
+    queued: int = 0
     buffered: int = 0
+    fetchq_cnt: int = 0
     fetch_state: str = ""
 
 
@@ -69,16 +73,21 @@ def consumer_stats(
     *,
     buffered: Mapping[int, int] | None = None,
     next_offsets: Mapping[int, int] | None = None,
+    shared_queue: bool = False,
 ) -> ConsumerStats:
     """Derive kafka-native's consumer figures for ``partitions`` of ``topic``.
 
     ``buffered``: messages rdk holds per partition that were not handed to the callback yet.
     ``next_offsets``: rdk's own next offset per partition, used when librdkafka's
     ``next_offset`` is not known yet (before the first fetch).
+    ``shared_queue``: the partitions are forwarded to one queue (rdk's consumer), so each
+    reports that queue's length as its ``fetchq_cnt``; the length is then counted once and
+    split between the partitions by what each has fetched beyond what it handed out
+    (``next_offset - app_offset``).
     """
     buffered = buffered or {}
     next_offsets = next_offsets or {}
-    per: dict[int, PartitionStats] = {}
+    rows = []
     for p in partitions:
         e = partition_entry(stats, topic, p)
         hi = _int(e, "hi_offset", -1)
@@ -88,18 +97,32 @@ def consumer_stats(
             nxt = next_offsets.get(p, -1)
         if nxt < 0 and lo >= 0:
             nxt = lo
+        app = _int(e, "app_offset", -1)
         fetchq = max(0, _int(e, "fetchq_cnt", 0))
+        ahead = max(0, nxt - app) if nxt >= 0 and app >= 0 else 0
+        rows.append((p, e, hi, lo, nxt, app, fetchq, ahead))
+    queued = {p: fetchq for p, _, _, _, _, _, fetchq, _ in rows}
+    if shared_queue and rows:
+        queued = _split(max(r[6] for r in rows), {r[0]: r[7] for r in rows})
+    per: dict[int, PartitionStats] = {}
+    for p, e, hi, lo, nxt, app, fetchq, _ in rows:
         mine = max(0, int(buffered.get(p, 0)))
+        if shared_queue and app >= 0:
+            # librdkafka's next_offset of a paused partition can stay where fetching was,
+            # though pause() dropped what was queued: count from what it handed out
+            nxt = app + queued[p]
         per[p] = PartitionStats(
             partition=p,
             waiting_kafka=max(0, hi - nxt) if hi >= 0 and nxt >= 0 else 0,
-            waiting_local=fetchq + mine,
+            waiting_local=queued[p] + mine,
             kafka_log_size=max(0, hi - max(lo, 0)) if hi >= 0 else 0,
             hi_offset=hi,
             lo_offset=lo,
             next_offset=nxt,
-            fetchq_cnt=fetchq,
+            app_offset=app,
+            queued=queued[p],
             buffered=mine,
+            fetchq_cnt=fetchq,
             fetch_state=str(e.get("fetch_state", "")),
         )
     return ConsumerStats(
@@ -111,9 +134,25 @@ def consumer_stats(
     )
 
 
+def _split(total: int, weights: Mapping[int, int]) -> dict[int, int]:
+    """``total`` split in proportion to ``weights`` (evenly if they are all 0), summing exactly."""
+    keys = list(weights)
+    w = sum(weights.values())
+    if w == 0:
+        shares = {k: total // len(keys) for k in keys}
+    else:
+        shares = {k: total * weights[k] // w for k in keys}
+    rest = total - sum(shares.values())
+    for k in sorted(keys, key=lambda k: -weights[k])[:rest]:
+        shares[k] += 1
+    return shares
+
+
 def fetch_queue_count(stats: Mapping[str, Any], topic: str, partitions: Iterable[int]) -> int:
-    """Messages in librdkafka's fetch queues of these partitions."""
-    return sum(max(0, _int(partition_entry(stats, topic, p), "fetchq_cnt", 0)) for p in partitions)
+    """Messages in librdkafka's fetch queues of these partitions, each queue counted once
+    (partitions forwarded to one shared queue all report its length)."""
+    return max((max(0, _int(partition_entry(stats, topic, p), "fetchq_cnt", 0))
+                for p in partitions), default=0)
 
 
 def send_queue_length(stats: Mapping[str, Any]) -> int:
