@@ -117,8 +117,8 @@ class Admin:
 
         if self._fetch_client is None:
             self._fetch_client = _binding.Client(
-                "consumer", {**self._props, "enable.partition.eof": True,
-                             "auto.offset.reset": "earliest"})
+                "consumer", {"fetch.wait.max.ms": 10, **self._props,
+                             "enable.partition.eof": True, "auto.offset.reset": "earliest"})
         true_high = fetch_high_watermark(
             self._fetch_client, topic, partition, max(low, high - 1), timeout)
         return low, max(high, true_high)
