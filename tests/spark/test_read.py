@@ -128,30 +128,3 @@ def test_fail_on_data_loss_false_skips_what_is_gone(mock_cluster, aged_out_topic
     assert [r.offset for r in df.select("offset").orderBy("offset").collect()] == list(
         range(low, high))
 
-
-def test_prefetching_passes_items_and_errors_through_and_stops_when_closed():
-    import threading
-
-    from rdk.spark.reader import prefetched
-
-    closed = threading.Event()
-
-    def source(fail: bool):
-        try:
-            yield from range(5)
-            if fail:
-                raise ValueError("broken fetch")
-            yield from range(5, 1_000_000)
-        finally:
-            closed.set()
-
-    with pytest.raises(ValueError, match="broken fetch"):
-        list(prefetched(source(True), 2, "t1"))
-    assert closed.wait(5)
-
-    closed.clear()
-    items = prefetched(source(False), 2, "t2")
-    assert [next(items) for _ in range(10)] == list(range(10))
-    items.close()  # Spark stops reading early (e.g. a LIMIT)
-    assert closed.wait(5)
-    assert not [t for t in threading.enumerate() if t.name in ("t1", "t2")]

@@ -9,11 +9,8 @@ consumer starts the partition at an explicit offset, one C call per batch copies
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,12 +24,11 @@ from ..errors import ConfigError, KafkaError, RdkError
 from .options import ReadOptions, split_properties
 from .planner import OffsetRange, Planner, split_ranges
 
-__all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "fetch_range", "read_range"]
+__all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "read_range"]
 
 log = logging.getLogger("rdk.spark")
 
 FETCH_BATCH = 20000  # messages per C call, and the largest RecordBatch we yield
-PREFETCH_DEPTH = 2  # RecordBatches built ahead of Spark
 
 _EOF = ERROR_CODES["_PARTITION_EOF"]
 _OUT_OF_RANGE = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
@@ -59,7 +55,13 @@ def data_loss(opts: ReadOptions, what: str) -> None:
 def consumer_properties(opts: ReadOptions) -> tuple[dict[str, str], dict[str, str]]:
     """(global, topic) librdkafka properties of an executor's reading handle."""
     glob, topic = split_properties(opts.kafka)
-    glob = {"isolation.level": "read_uncommitted", **glob}  # the built-in connector's default
+    glob = {
+        "isolation.level": "read_uncommitted",  # the built-in connector's default
+        # librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (1 s) once
+        # queued.min.messages are buffered; a task drains that in milliseconds
+        "fetch.queue.backoff.ms": "10",
+        **glob,
+    }
     glob["enable.partition.eof"] = "true"
     topic["auto.offset.reset"] = "error"  # out-of-range is data loss, decided here
     return glob, topic
@@ -74,71 +76,9 @@ def _low_watermark(client: _binding.Client, topic: str, partition: int, timeout_
 
 
 def read_range(opts: ReadOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """Yield the messages of offsets [r.start, r.end) of one partition as RecordBatches.
-
-    A thread of its own fetches (the C call releases the GIL) and builds the next batches
-    while Spark ships the current one to the JVM: an idle gap between fetch calls stalls
-    some brokers (Tansu) for tens of milliseconds.
-    """
+    """Yield the messages of offsets [r.start, r.end) of one partition as RecordBatches."""
     if r.start >= r.end:
-        return iter(())
-    return prefetched(fetch_range(opts, r), PREFETCH_DEPTH, f"rdk-read-{r.topic}-{r.partition}")
-
-
-_END = object()
-
-
-def prefetched(source: Iterator[pa.RecordBatch], depth: int, name: str) -> Iterator[Any]:
-    """Run ``source`` on a thread, ``depth`` items ahead; its exceptions re-raise here.
-
-    Closing the returned generator early stops the thread and closes ``source``.
-    """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for item in source:
-                if not put(item):
-                    return
-            put(_END)
-        except BaseException as e:  # noqa: BLE001 - handed to the reading side
-            put(e)
-        finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
-
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-
-    def consume() -> Iterator[Any]:
-        try:
-            while True:
-                item = q.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            stop.set()
-            thread.join()
-
-    return consume()
-
-
-def fetch_range(opts: ReadOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """The fetching loop of ``read_range`` (on the calling thread)."""
+        return
     client = _binding.Client("consumer", *consumer_properties(opts))
     fetcher = Fetcher(client, r.topic, FETCH_BATCH)
     name = f"{r.topic}-{r.partition}"
