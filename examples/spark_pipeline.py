@@ -51,8 +51,9 @@ def say(text: str) -> None:
 class MockProcess:
     """librdkafka's mock cluster served by ``python -m rdk.mock`` in its own process."""
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "rdk.mock", "--brokers", "1"],
+    def __init__(self, topics: dict[str, int]) -> None:
+        spec = [arg for name, n in topics.items() for arg in ("--topic", f"{name}:{n}")]
+        self.proc = subprocess.Popen([sys.executable, "-m", "rdk.mock", "--brokers", "1", *spec],
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.startswith("RDK_BROKERS="):
@@ -70,17 +71,25 @@ class MockProcess:
                 self.proc.wait(5)
 
 
-def start_broker(kind: str, stack: ExitStack) -> tuple[str, str]:
-    if os.environ.get("RDK_BROKERS"):
-        return os.environ["RDK_BROKERS"], "RDK_BROKERS"
-    if kind == "mock":
-        broker = MockProcess()
-    else:
+def start_broker(kind: str, topics: dict[str, int], stack: ExitStack) -> str:
+    """The bootstrap servers of a broker holding ``topics`` (name: partitions)."""
+    if kind == "mock":  # no CreateTopics there: the topics are made at start
+        broker = MockProcess(topics)
+        stack.callback(broker.close)
+        return broker.bootstrap_servers
+    if kind == "tansu":
         from rdk.mock import TansuBroker
 
         broker = TansuBroker()
-    stack.callback(broker.close)
-    return broker.bootstrap_servers, kind
+        stack.callback(broker.close)
+        bootstrap = broker.bootstrap_servers
+    else:
+        bootstrap = os.environ["RDK_BROKERS"]
+    from rdk import Admin
+
+    with Admin(bootstrap) as admin:
+        admin.create_topics(topics)
+    return bootstrap
 
 
 # ---- 1. produce ----------------------------------------------------------------------------
@@ -271,16 +280,13 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir or stack.enter_context(tempfile.TemporaryDirectory(prefix="rdk-"))
         Path(workdir).mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        bootstrap, kind = start_broker(args.broker, stack)
+        kind = "RDK_BROKERS" if os.environ.get("RDK_BROKERS") else args.broker
         partitions = args.partitions
         if kind == "mock":  # the mock cluster keeps ~5 MiB per partition: spread the data
-            partitions = max(partitions, math.ceil((events + late) * 60 / (3 << 20)))
+            partitions = max(partitions, math.ceil((events + late) * 100 / (3 << 20)))
         run = uuid.uuid4().hex[:6]
         clicks, aggregates = f"clicks-{run}", f"user-clicks-{run}"
-        from rdk import Admin
-
-        with Admin(bootstrap) as admin:
-            admin.create_topics({clicks: partitions, aggregates: 4})
+        bootstrap = start_broker(kind, {clicks: partitions, aggregates: 4}, stack)
         say(f"[bold]rdk pipeline[/] on {kind} ({bootstrap}); topics {clicks} "
             f"({partitions} partitions) and {aggregates} (4); work dir {workdir}")
 
