@@ -25,7 +25,7 @@ scripts/build-librdkafka.sh
 python=${PYTHON:-python3}
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv
 stamp=.venv/.rdk-installed
-inputs=(pyproject.toml setup.py build_ffi.py include/*.h src/rdk/_helpers.c .deps/librdkafka/.rdk-build-*)
+inputs=(pyproject.toml setup.py build_ffi.py include/*.h src/rdk/*.c .deps/librdkafka/.rdk-build-*)
 stale=0
 [[ -f $stamp ]] || stale=1
 for f in "${inputs[@]}"; do [[ $f -nt $stamp ]] && stale=1; done
