@@ -104,6 +104,9 @@ typedef struct rdk_batch {
     int64_t *part_first;
     int64_t *part_last;
     int32_t *part_count;
+    /* set by the caller: 1 leaves headers out (n_headers stays 0; saves librdkafka's
+     * header lookups when nobody reads them) */
+    int skip_headers;
     /* private: capacities and messages carried to the next call */
     int cap;
     size_t values_cap, keys_cap, hname_cap, hvalue_cap;

@@ -369,6 +369,9 @@ typedef struct rdk_batch {
     int64_t *part_first;
     int64_t *part_last;
     int32_t *part_count;
+    /* set by the caller: 1 leaves headers out (n_headers stays 0; saves librdkafka's
+     * header lookups when nobody reads them) */
+    int skip_headers;
     int cap;
     size_t values_cap, keys_cap, hname_cap, hvalue_cap;
     int hcap;
@@ -482,11 +485,12 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
     /* sizes first, so each buffer grows once; stop before the Arrow 2 GiB offset limit */
     size_t vsize = 0, ksize = 0, hn = 0, hv = 0;
     int take = 0, nh = 0;
+    const int skip = b->skip_headers;
     for (; take < have; take++) {
         rd_kafka_message_t *m = b->msgs[take];
         size_t mh = 0, mhn = 0, mhv = 0;
         rd_kafka_headers_t *hdrs = NULL;
-        if (!m->err && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (!m->err && !skip && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             const char *name;
             const void *val;
             size_t size;
@@ -504,6 +508,7 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
         hn += mhn;
         hv += mhv;
         nh += (int)mh;
+        b->header_index[take + 1] = nh; /* the copy below looks up headers only where some are */
     }
     if (rdk_grow((void **)&b->values, &b->values_cap, vsize + 1) ||
         rdk_grow((void **)&b->keys, &b->keys_cap, ksize + 1) ||
@@ -546,7 +551,8 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
         }
         b->key_offsets[i + 1] = ko;
         rd_kafka_headers_t *hdrs = NULL;
-        if (!m->err && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (b->header_index[i + 1] > h_i &&
+            rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             const char *name;
             const void *val;
             size_t size;

@@ -9,6 +9,13 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+try:  # the C field accessor namedtuple uses: one call per attribute read
+    from collections import _tuplegetter  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - other Pythons: the same with property + itemgetter
+
+    def _tuplegetter(index: int, doc: str | None) -> Any:
+        return property(itemgetter(index), doc=doc)
+
 Headers = list[tuple[str, "bytes | None"]]
 
 
@@ -36,14 +43,14 @@ class Message(tuple):
     ) -> Message:
         return tuple.__new__(cls, (value, key, headers, timestamp, topic, partition, offset))
 
-    value = property(itemgetter(0), doc="The message value (kafka-native: payload).")
-    payload = property(itemgetter(0), doc="Same as value (kafka-native's name).")
-    key = property(itemgetter(1))
-    headers = property(itemgetter(2))
-    timestamp = property(itemgetter(3))
-    topic = property(itemgetter(4))
-    partition = property(itemgetter(5))
-    offset = property(itemgetter(6))
+    value = _tuplegetter(0, "The message value (kafka-native: payload).")
+    payload = _tuplegetter(0, "Same as value (kafka-native's name).")
+    key = _tuplegetter(1, "The message key (bytes), or None.")
+    headers = _tuplegetter(2, "List of (name, value) headers, or None.")
+    timestamp = _tuplegetter(3, "Milliseconds since the epoch, or None.")
+    topic = _tuplegetter(4, "Topic of a consumed message (None on messages built for sending).")
+    partition = _tuplegetter(5, "Partition of a consumed message.")
+    offset = _tuplegetter(6, "Offset of a consumed message.")
 
     def __repr__(self) -> str:
         v = self[0]
