@@ -4,7 +4,8 @@
 call) into a ``pyarrow.RecordBatch`` whose columns are made with
 ``pa.Array.from_buffers`` from the batch's contiguous buffers: value/key offsets and
 validity bitmaps, partition, offset and timestamp arrays, flattened headers. Each buffer
-is copied once (a memcpy), because the C batch is refilled by the next fetch.
+is copied once (a memcpy into Arrow's memory pool), because the C batch is refilled
+by the next fetch.
 
 The schema is exactly that of Spark's built-in Kafka source::
 
@@ -51,10 +52,12 @@ def empty_batch(include_headers: bool = False) -> pa.RecordBatch:
 
 
 def _copy(ptr: Any, nbytes: int) -> pa.Buffer:
-    """One memcpy of C memory into an Arrow-owned buffer."""
+    """One memcpy of C memory into a buffer from Arrow's memory pool (aligned, reused)."""
     if nbytes <= 0:
         return pa.py_buffer(b"")
-    return pa.py_buffer(ffi.buffer(ptr, nbytes)[:])
+    buf = pa.allocate_buffer(nbytes)
+    ffi.memmove(ffi.from_buffer(buf), ptr, nbytes)
+    return buf
 
 
 def _bitmap(ptr: Any, nulls: int, n: int) -> pa.Buffer | None:

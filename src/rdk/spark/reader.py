@@ -28,7 +28,7 @@ __all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "read_range"]
 
 log = logging.getLogger("rdk.spark")
 
-FETCH_BATCH = 20000  # messages per C call, and the largest RecordBatch we yield
+FETCH_BATCH = 50000  # messages per C call, and the largest RecordBatch we yield
 
 _EOF = ERROR_CODES["_PARTITION_EOF"]
 _OUT_OF_RANGE = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
@@ -81,6 +81,7 @@ def read_range(opts: ReadOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
         return
     client = _binding.Client("consumer", *consumer_properties(opts))
     fetcher = Fetcher(client, r.topic, FETCH_BATCH)
+    fetcher.batch.skip_headers = 0 if opts.include_headers else 1
     name = f"{r.topic}-{r.partition}"
     timeout_ms = min(opts.poll_timeout_ms, 30_000)
     try:
