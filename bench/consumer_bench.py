@@ -10,10 +10,11 @@ Workload (issue 4): 100-byte messages in 4 partitions, consumed from the beginni
   which Tansu's large fetch responses trigger at once);
 - ``rdk-fetch``: the C batch helper alone (no Python objects): the ceiling for rdk.
 
-Each pass uses a fresh consumer; the rate counts the messages after the first batch over
-the time from the first batch to the last message, so connection set-up is left out; the
-CPU time of the whole process over the same span, per message, is the steadier figure on a
-busy machine.
+Each pass runs one client in a fresh process (so no client inherits another's allocator,
+garbage-collector or librdkafka state); the rate counts the messages after the first batch
+over the time from the first batch to the last message, so connection set-up is left out;
+the CPU time of the whole process over the same span, per message, is the steadier figure
+on a busy machine.
 The mock cluster keeps only ~5 MiB per partition, so a pass there is ~180k messages;
 several passes are alternated between clients and the median is reported.
 
@@ -189,6 +190,19 @@ CLIENTS = {"rdk": run_rdk, "confluent": run_confluent, "confluent-fqb10": run_co
            "rdk-fetch": run_rdk_fetch}
 
 
+def run_pass(name: str, bootstrap: str, total: int, timeout: float) -> tuple[float, float]:
+    """One client's pass in a fresh process: (msg/s, CPU us per message), NaN if it failed."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--pass", name, bootstrap, str(total), str(timeout)],
+        capture_output=True, text=True, timeout=timeout + 60, check=False)
+    try:
+        rate, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        print(f"  {name}: pass failed: {done.stderr.strip()[-500:]}", file=sys.stderr)
+        return float("nan"), float("nan")
+    return rate, cpu
+
+
 def bench_broker(kind: str, args) -> dict:
     proc = broker = None
     try:
@@ -211,20 +225,23 @@ def bench_broker(kind: str, args) -> dict:
         cpu: dict[str, list[float]] = {name: [] for name in args.clients}
         for _ in range(args.passes):
             for name in args.clients:
-                clock = CLIENTS[name](bootstrap, total, args.timeout)
-                rates[name].append(clock.rate())
-                cpu[name].append(clock.cpu_us())
+                rate, cpu_us = run_pass(name, bootstrap, total, args.timeout)
+                rates[name].append(rate)
+                cpu[name].append(cpu_us)
         result = {"broker": kind, "messages_per_pass": total, "size": args.size,
                   "passes": args.passes}
         for name, values in rates.items():
             ok = [v for v in values if not math.isnan(v)]
             cpu_ok = [v for v in cpu[name] if not math.isnan(v)]
             result[name] = {"median": statistics.median(ok) if ok else None,
-                            "best": max(ok) if ok else None, "all": [round(v) for v in values],
+                            "best": max(ok) if ok else None,
+                            "all": [None if math.isnan(v) else round(v) for v in values],
                             "cpu_us_per_msg": round(statistics.median(cpu_ok), 3) if cpu_ok else None}
-        ck = result.get("confluent", {}).get("median")
-        if ck and result.get("rdk", {}).get("median"):
-            result["rdk_vs_confluent"] = round(result["rdk"]["median"] / ck, 2)
+        mine = result.get("rdk", {}).get("median")
+        for other in ("confluent", "confluent-fqb10"):
+            theirs = result.get(other, {}).get("median")
+            if mine and theirs:
+                result[f"rdk_vs_{other}"] = round(mine / theirs, 2)
         return result
     finally:
         if proc is not None:
@@ -235,6 +252,12 @@ def bench_broker(kind: str, args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--pass"]:  # one pass of one client, in this (fresh) process
+        name, bootstrap, total, timeout = argv[1], argv[2], int(argv[3]), float(argv[4])
+        clock = CLIENTS[name](bootstrap, total, timeout)
+        print(json.dumps([clock.rate(), clock.cpu_us()]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--broker", choices=["mock", "tansu", "both"], default="both")
     ap.add_argument("--messages", type=int, default=1_000_000,
@@ -256,8 +279,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {kind:5} {name:15} median {r['median'] / 1e6:5.2f} M msg/s "
                       f"(best {r['best'] / 1e6:.2f}), CPU {r['cpu_us_per_msg']:.2f} us/msg",
                       file=sys.stderr)
-        if "rdk_vs_confluent" in result:
-            print(f"  {kind:5} rdk / confluent-kafka = {result['rdk_vs_confluent']}x", file=sys.stderr)
+        for other in ("confluent", "confluent-fqb10"):
+            if f"rdk_vs_{other}" in result:
+                print(f"  {kind:5} rdk / {other} = {result[f'rdk_vs_{other}']}x", file=sys.stderr)
     return 0
 
 
