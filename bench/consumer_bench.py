@@ -109,7 +109,8 @@ class Clock:
             self.done.set()
 
     def rate(self) -> float:
-        if not self.done.is_set() or self.t1 <= self.t0:
+        # nothing after the first batch (a pass too small to time) measures nothing
+        if not self.done.is_set() or self.t1 <= self.t0 or self.count <= self.first_n:
             return float("nan")
         return (self.count - self.first_n) / (self.t1 - self.t0)
 

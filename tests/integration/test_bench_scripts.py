@@ -1,0 +1,53 @@
+"""The focused benchmark scripts still run end to end (tiny sizes; smoke, never speed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+
+
+def run(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "RDK_BROKERS"}
+    done = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_consumer_bench_reports_every_client_on_the_mock_cluster():
+    done = run("consumer_bench.py", "--broker", "mock", "--messages", "80000", "--passes", "1",
+               "--clients", "rdk", "confluent", "rdk-fetch")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["broker"] == "mock" and result["messages_per_pass"] == 80000
+    for name in ("rdk", "confluent", "rdk-fetch"):
+        assert result[name]["median"] > 0, (name, result[name], done.stderr[-2000:])
+    assert result["rdk_vs_confluent"] > 0
+
+
+def test_latency_mix_times_every_pairing():
+    done = run("latency_mix.py", "--rounds", "1", "--rate", "2000", "--seconds", "2")
+    rows = [r for r in map(str.split, done.stdout.splitlines())
+            if len(r) > 7 and r[0] == "producer" and r[2] == "consumer"]
+    assert sorted((r[1], r[3]) for r in rows) == sorted(
+        (p, c) for p in ("rdk", "confluent") for c in ("rdk", "confluent"))
+    for r in rows:
+        p50, p99 = float(r[5]), float(r[7])
+        assert 0 < p50 <= p99, r
+
+
+@pytest.mark.spark
+def test_spark_bench_compares_rdk_with_the_ceiling_and_the_naive_way(tmp_path):
+    out = tmp_path / "spark.json"
+    run("spark_bench.py", "--messages", "20000", "--repeat", "1", "--warmup", "0",
+        "--json", str(out), timeout=600)
+    results = json.loads(out.read_text())["results"]
+    assert set(results) == {"ceiling", "rdk", "naive"}
+    assert all(r["both_s"] > 0 for r in results.values())
