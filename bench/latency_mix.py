@@ -23,9 +23,9 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "contenders"))
-from common import STAMP  # noqa: E402  (the harness's stamp: sequence, send time)
+from common import STAMP  # the harness's stamp: (sequence, send time)
 
-import rdk  # noqa: E402
+import rdk
 
 PARTITIONS = 4
 SIZE = 100
