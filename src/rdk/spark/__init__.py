@@ -56,7 +56,7 @@ def register(spark: Any) -> None:
     if spark in _registered:
         return
     _use_this_interpreter_locally(spark)
-    _explain_save_mode_errors()
+    _explain_save_mode_errors(_writer_class(spark))
     spark.dataSource.register(KafkaDataSource)
     _registered.add(spark)
 
@@ -68,12 +68,21 @@ SAVE_MODE_HELP = (
     "a Kafka topic can only be appended to.")
 
 
-def _explain_save_mode_errors() -> None:
-    """Wrap DataFrameWriter.save once, so Spark's refusal of the default save mode for
-    format("rdkafka") tells the user what to do (other errors pass through untouched)."""
+def _writer_class(spark: Any) -> type:
+    """The DataFrameWriter class of ``spark``: Spark Connect sessions have their own."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
+
+        return ConnectWriter
     from pyspark.sql.readwriter import DataFrameWriter
 
-    original = DataFrameWriter.save
+    return DataFrameWriter
+
+
+def _explain_save_mode_errors(writer: type) -> None:
+    """Wrap DataFrameWriter.save once, so Spark's refusal of the default save mode for
+    format("rdkafka") tells the user what to do (other errors pass through untouched)."""
+    original = writer.save
     if getattr(original, "_rdk_wrapped", False):
         return
 
@@ -89,7 +98,7 @@ def _explain_save_mode_errors() -> None:
     save._rdk_wrapped = True  # type: ignore[attr-defined]
     save.__doc__ = original.__doc__
     save.__wrapped__ = original  # type: ignore[attr-defined]
-    DataFrameWriter.save = save  # type: ignore[method-assign]
+    writer.save = save  # type: ignore[attr-defined]
 
 
 def _use_this_interpreter_locally(spark: Any) -> None:
