@@ -15,7 +15,6 @@ foreground, printing ``RDK_BROKERS=...``, until interrupted.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import socket
 import subprocess
