@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._rdkafka import ffi, lib
-from .errors import ConfigError, KafkaError
+from .errors import ClosedError, ConfigError, KafkaError, install_error_table
 
 __all__ = ["ffi", "lib", "check", "Client", "librdkafka_version", "features"]
 
@@ -103,6 +103,9 @@ def err_description(code: int) -> str:
 
 def is_retriable(code: int) -> bool:
     return code in _RETRIABLE
+
+
+install_error_table(lambda code: (err_name(code), err_description(code), is_retriable(code)))
 
 
 def check(err: int, context: str | None = None) -> None:
@@ -345,7 +348,7 @@ class Client:
         rkt = topics.get(name)
         if rkt is None:
             with self._lock:
-                self._ensure_open()
+                self.ensure_open()
                 rkt = topics.get(name)
                 if rkt is None:
                     rkt = lib.rd_kafka_topic_new(self.rk, name.encode(), ffi.NULL)
@@ -356,7 +359,7 @@ class Client:
 
     def new_queue(self) -> Any:
         with self._lock:
-            self._ensure_open()
+            self.ensure_open()
             q = lib.rd_kafka_queue_new(self.rk)
             self._state["queues"].insert(0, q)
             return q
@@ -369,10 +372,9 @@ class Client:
                 queues.remove(q)
                 lib.rd_kafka_queue_destroy(q)
 
-    def _ensure_open(self) -> None:
+    def ensure_open(self) -> None:
+        """Raise ClosedError once close() was called."""
         if self.closed:
-            from .errors import ClosedError
-
             raise ClosedError("this client is closed")
 
     # -- events ----------------------------------------------------------------
@@ -382,6 +384,15 @@ class Client:
             self.serve_events(self._poll_interval_ms)
             if on_poll is not None:
                 self._call0(on_poll)
+
+    def on_event_thread(self) -> bool:
+        """True when called from this client's event thread (inside one of its handlers)."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    @property
+    def event_thread(self) -> threading.Thread | None:
+        """The thread that polls the main queue and runs the handlers (None if not started)."""
+        return self._thread
 
     def wake(self) -> None:
         """Make the event thread's current (or next) wait on the main queue return now."""
@@ -455,7 +466,7 @@ class Client:
     # -- metadata ----------------------------------------------------------------
     def metadata(self, topic: str | None = None, timeout: float = 10.0) -> list[TopicMetadata]:
         """Topic metadata: one topic (without auto-creating it) or all topics."""
-        self._ensure_open()
+        self.ensure_open()
         mdp = ffi.new("const struct rd_kafka_metadata **")
         rkt = self.topic(topic) if topic is not None else ffi.NULL
         err = lib.rd_kafka_metadata(self.rk, 0 if topic else 1, rkt, mdp, int(timeout * 1000))

@@ -6,14 +6,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from . import _binding
-from ._binding import ERROR_CODES, ffi, lib
-from .errors import KafkaError
-
-PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
+from ._binding import ffi, lib
 
 
 class Fetcher:
@@ -65,34 +61,3 @@ class Fetcher:
         if self.batch is not None:
             ffi.release(self.batch)
             self.batch = None
-
-
-def error_text(b: Any, i: int) -> str:
-    start, end = b.value_offsets[i], b.value_offsets[i + 1]
-    return ffi.unpack(b.values + start, end - start).decode(errors="replace")
-
-
-def fetch_high_watermark(
-    client: _binding.Client, topic: str, partition: int, start: int, timeout: float
-) -> int:
-    """The Fetch response's high watermark for one partition, after a short fetch from ``start``.
-
-    ``client`` must be a consumer handle with enable.partition.eof=true.
-    """
-    fetcher = Fetcher(client, topic, max_messages=1000)
-    try:
-        fetcher.start(partition, start)
-        deadline = time.monotonic() + timeout
-        lo = ffi.new("int64_t *")
-        hi = ffi.new("int64_t *")
-        while time.monotonic() < deadline:
-            b = fetcher.fetch(100)
-            for i in range(b.n):
-                if b.err[i] == 0 or b.err[i] == PARTITION_EOF:
-                    _binding.check(lib.rd_kafka_get_watermark_offsets(
-                        client.rk, topic.encode(), partition, lo, hi), "cached watermarks")
-                    return int(hi[0])
-                raise KafkaError(b.err[i], error_text(b, i), context=f"fetch {topic}[{partition}]")
-        raise KafkaError(ERROR_CODES["_TIMED_OUT"], context=f"fetch high watermark of {topic}[{partition}]")
-    finally:
-        fetcher.close()

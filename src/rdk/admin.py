@@ -8,6 +8,7 @@ from typing import Any
 from . import _binding
 from ._binding import ERROR_CODES, PartitionMetadata, TopicMetadata, check, ffi, lib
 from .errors import KafkaError
+from . import _partitions
 from .validate import check_broker, check_int, check_timeout, check_topic_name
 
 __all__ = ["Admin", "TopicMetadata", "PartitionMetadata"]
@@ -110,30 +111,23 @@ class Admin:
         """
         check_topic_name(topic)
         check_timeout(timeout)
-        low, high = self.query_watermarks(topic, partition, timeout)
-        if high <= low:
-            return low, high
-        from ._fetch import fetch_high_watermark
-
+        check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
+        self._client.ensure_open()
         if self._fetch_client is None:
             self._fetch_client = _binding.Client(
                 "consumer", {"fetch.wait.max.ms": 10, **self._props,
                              "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-        true_high = fetch_high_watermark(
-            self._fetch_client, topic, partition, max(low, high - 1), timeout)
-        return low, max(high, true_high)
+        marks = _partitions.true_watermarks(self._client, topic, [partition], timeout,
+                                            fetch_client=self._fetch_client)
+        return marks[partition]
 
     def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
         """(low, high) exactly as the broker's ListOffsets answers them."""
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
         check_timeout(timeout)
-        lo = ffi.new("int64_t *")
-        hi = ffi.new("int64_t *")
-        check(lib.rd_kafka_query_watermark_offsets(
-            self._rk, topic.encode(), int(partition), lo, hi, int(timeout * 1000)),
-            f"watermarks of {topic}[{partition}]")
-        return int(lo[0]), int(hi[0])
+        self._client.ensure_open()
+        return _partitions.query_watermarks(self._client, topic, partition, timeout)
 
     def offsets_for_times(
         self, topic: str, timestamps: Mapping[int, int], timeout: float = 10.0
@@ -162,7 +156,7 @@ class Admin:
     # -- plumbing ----------------------------------------------------------------
     @property
     def _rk(self) -> Any:
-        self._client._ensure_open()
+        self._client.ensure_open()
         return self._client.rk
 
     def _run_admin(self, call, event_type: int, timeout: float):

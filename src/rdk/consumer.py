@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import _binding, offsets, slots, stats
 from ._binding import ERROR_CODES, ffi, lib
-from ._fetch import Fetcher, error_text
+from ._fetch import Fetcher
+from ._partitions import error_text
 from .errors import ClosedError, ConfigError, KafkaError
 from .message import Message
 from .validate import (

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+# Filled in by rdk._binding at import (it owns librdkafka's error table): code -> (name,
+# description, retriable). errors.py never imports the binding, so there is no cycle.
+_describe: Callable[[int], tuple[str, str, bool]] = lambda code: (f"ERR_{code}", "", False)
+
+
+def install_error_table(describe: Callable[[int], tuple[str, str, bool]]) -> None:
+    """Let KafkaError name codes with librdkafka's table (called once by rdk._binding)."""
+    global _describe
+    _describe = describe
+
 
 class RdkError(Exception):
     """Base class of every exception rdk raises on its own account."""
@@ -24,13 +36,12 @@ class KafkaError(RdkError):
         retriable: bool | None = None,
         context: str | None = None,
     ) -> None:
-        from . import _binding
-
         self.code = int(code)
-        self.name = _binding.err_name(self.code)
-        self.description = description or _binding.err_description(self.code)
+        name, text, can_retry = _describe(self.code)
+        self.name = name
+        self.description = description or text
         self.fatal = bool(fatal)
-        self.retriable = _binding.is_retriable(self.code) if retriable is None else retriable
+        self.retriable = can_retry if retriable is None else retriable
         self.context = context
         prefix = f"{context}: " if context else ""
         super().__init__(f"{prefix}{self.name}: {self.description}")

@@ -1,8 +1,20 @@
-"""Checks of user input at the public boundary; each message names the bad thing."""
+"""Checks of user input at the public boundary; each message names the bad thing.
+
+One policy for every public entry point (Producer, Consumer, Admin, workers, CLI, Spark):
+
+- a value of the wrong **type** raises ``TypeError``;
+- a value of the right type but out of range or not one of the choices raises ``ValueError``;
+- a configuration property that librdkafka (or rdk) refuses raises ``rdk.ConfigError``
+  (a ``ValueError``), carrying librdkafka's text;
+
+and every message names the argument (``stats_callback must be callable, got int``).
+"""
 
 from __future__ import annotations
 
 import re
+import math
+from collections.abc import Mapping
 from typing import Any
 
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -36,6 +48,7 @@ def check_broker(broker: Any, what: str = "broker") -> str:
 
 
 def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An int (not a bool) within [minimum, maximum]."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
@@ -45,7 +58,19 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
     return value
 
 
+def check_number(value: Any, name: str, *, minimum: float | None = None) -> float:
+    """A finite int or float (not a bool), at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
 def check_timeout(value: Any, name: str = "timeout") -> float:
+    """A number of seconds >= 0 (inf allowed where a caller waits without limit)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
     if value != value or value < 0:
@@ -54,6 +79,7 @@ def check_timeout(value: Any, name: str = "timeout") -> float:
 
 
 def check_callable(value: Any, name: str, *, required: bool = False) -> Any:
+    """A callable, or None unless ``required``."""
     if value is None:
         if required:
             raise TypeError(f"{name} is required")
@@ -64,14 +90,16 @@ def check_callable(value: Any, name: str, *, required: bool = False) -> Any:
 
 
 def check_options(value: Any, name: str) -> dict:
+    """A mapping of librdkafka properties (None: empty), copied into a dict."""
     if value is None:
         return {}
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a dict of librdkafka properties, got {type(value).__name__}")
     return dict(value)
 
 
 def check_choice(value: Any, name: str, choices: tuple) -> Any:
+    """One of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value

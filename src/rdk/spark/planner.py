@@ -19,7 +19,8 @@ from pyspark.sql.datasource import InputPartition
 
 from .. import _binding
 from .._binding import ERROR_CODES, check, ffi, lib
-from .._fetch import Fetcher, error_text
+from .._fetch import Fetcher
+from .._partitions import error_text
 from ..errors import ConfigError, KafkaError
 from .options import EARLIEST, LATEST, Offsets, ReadOptions
 

@@ -18,7 +18,8 @@ from pyspark.sql.datasource import DataSourceReader
 
 from .. import _binding
 from .._binding import ERROR_CODES, check, ffi, lib
-from .._fetch import Fetcher, error_text
+from .._fetch import Fetcher
+from .._partitions import error_text
 from ..arrow import error_mask, record_batch
 from ..errors import ConfigError, KafkaError, RdkError
 from .options import ReadOptions, split_properties
