@@ -1,7 +1,9 @@
 """CFFI out-of-line (API-mode) build of rdk._rdkafka.
 
 cdef = the headers in include/, in a fixed order; set_source compiles rdk's C
-helpers (src/rdk/_helpers.c) and links librdkafka, found in this order:
+helpers (src/rdk/_helpers.c, which #includes include/rdk_structs.h: the structs are
+written once, for the cdef and the compiler alike) and links librdkafka, found in this
+order:
 
 1. RDK_LIBRDKAFKA_PREFIX (a prefix with include/librdkafka and lib/),
 2. the project-local prefix .deps/librdkafka (scripts/build-librdkafka.sh),
@@ -22,7 +24,9 @@ import subprocess
 from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
-HEADERS = ["rdk_librdkafka.h", "rdk_mock.h", "rdk_helpers.h"]
+INCLUDE = HERE / "include"
+# rdk_structs.h after librdkafka's handle types it names, before the helpers that take it
+HEADERS = ["rdk_librdkafka.h", "rdk_mock.h", "rdk_structs.h", "rdk_helpers.h"]
 MIN_VERSION = (2, 10, 0)
 EXTRA_CDEF = """
 #define RDK_BUILT_AGAINST ...
@@ -72,15 +76,15 @@ def _locate_librdkafka() -> dict:
 
 
 ffibuilder = FFI()
-ffibuilder.cdef(
-    "\n".join((HERE / "include" / name).read_text() for name in HEADERS) + EXTRA_CDEF
-)
+ffibuilder.cdef("\n".join((INCLUDE / name).read_text() for name in HEADERS) + EXTRA_CDEF)
+_build = _locate_librdkafka()
+_build["include_dirs"] = [str(INCLUDE), *_build["include_dirs"]]  # for rdk_structs.h
 ffibuilder.set_source(
     "rdk._rdkafka",
     '#define RDK_BUILT_AGAINST RD_KAFKA_VERSION\n'
     + (HERE / "src" / "rdk" / "_helpers.c").read_text(),
     extra_compile_args=["-O2", "-Wall", "-Wno-unused-function"],
-    **_locate_librdkafka(),
+    **_build,
 )
 
 if __name__ == "__main__":

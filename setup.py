@@ -8,6 +8,8 @@ setup(
         Extension(
             "rdk._messages",
             ["src/rdk/_messages.c"],
+            include_dirs=["include"],  # rdk_structs.h: the rdk_batch it reads
+            depends=["include/rdk_structs.h"],
             py_limited_api=True,
             extra_compile_args=["-O2", "-Wall"],
             optional=True,

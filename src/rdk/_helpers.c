@@ -1,16 +1,13 @@
 /* rdk's C helpers: batch produce, folded delivery reports, batch consume into
- * contiguous Arrow-layout buffers. Declarations: include/rdk_helpers.h. */
+ * contiguous Arrow-layout buffers. Structs: include/rdk_structs.h (included below);
+ * function declarations for the cdef: include/rdk_helpers.h. */
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
-
-#define RDK_BALANCE_LIBRDKAFKA 0
-#define RDK_BALANCE_ROUND_ROBIN 1
-#define RDK_BALANCE_LEAST_BYTES 2
-#define RDK_BALANCE_STICKY 3
+#include "rdk_structs.h" /* rdk_produce_args, rdk_deliveries, rdk_batch, RDK_BALANCE_* */
 
 /* ---- balancers ---------------------------------------------------------- */
 static int64_t rdk_now_us(void) {
@@ -19,7 +16,7 @@ static int64_t rdk_now_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-typedef struct rdk_balancer {
+struct rdk_balancer {
     int kind;
     pthread_mutex_t lock;
     uint64_t next;      /* round robin */
@@ -29,7 +26,7 @@ typedef struct rdk_balancer {
     int64_t sticky_left, sticky_until_us;
     int sticky_ms, sticky_messages;
     uint64_t rng;
-} rdk_balancer;
+};
 
 static rdk_balancer *rdk_balancer_new(int kind) {
     rdk_balancer *b = calloc(1, sizeof(*b));
@@ -94,33 +91,6 @@ static int32_t rdk_balancer_pick(rdk_balancer *b, int32_t partition_cnt, size_t 
 }
 
 /* ---- batch produce ------------------------------------------------------ */
-typedef struct rdk_produce_args {
-    rd_kafka_t *rk;
-    rd_kafka_topic_t *rkt;
-    int32_t partition;
-    rdk_balancer *balancer;
-    int32_t partition_cnt;
-    int n;
-    const int32_t *indices;
-    const char *values;
-    const int64_t *value_offsets;
-    const unsigned char *value_null;
-    const char *keys;
-    const int64_t *key_offsets;
-    const unsigned char *key_null;
-    const int64_t *timestamps;
-    const int32_t *header_index;
-    const char *header_names;
-    const int64_t *header_name_offsets;
-    const char *header_values;
-    const int64_t *header_value_offsets;
-    const unsigned char *header_value_null;
-    uint64_t opaque_base;
-    int32_t *errs;
-    int no_copy;
-    const int32_t *value_lengths;
-} rdk_produce_args;
-
 static int rdk_produce_batch_offsets(const rdk_produce_args *a);
 
 /* Lengths instead of offsets (they are small, cached ints on the Python side): compute
@@ -255,19 +225,6 @@ static int rdk_produce_batch_offsets(const rdk_produce_args *a) {
 }
 
 /* ---- delivery reports --------------------------------------------------- */
-typedef struct rdk_deliveries {
-    int cap;
-    int n_runs;
-    uint64_t *run_send;
-    int32_t *run_count;
-    int n_failed;
-    uint64_t *failed_send;
-    int32_t *failed_index;
-    int32_t *failed_err;
-    rd_kafka_event_t *pending;
-    int32_t *failed_partition;
-} rdk_deliveries;
-
 static rdk_deliveries *rdk_deliveries_new(int cap) {
     rdk_deliveries *d = calloc(1, sizeof(*d));
     if (!d) return NULL;
@@ -341,44 +298,6 @@ static rd_kafka_event_t *rdk_poll_events(rd_kafka_queue_t *rkqu, int timeout_ms,
 }
 
 /* ---- batch consume ------------------------------------------------------ */
-typedef struct rdk_batch {
-    int n;
-    int n_errors;
-    int32_t *err;
-    int32_t *partition;
-    int64_t *offset;
-    int64_t *timestamp;
-    int8_t *timestamp_type;
-    int32_t *value_offsets;
-    char *values;
-    uint8_t *value_valid;
-    int value_nulls;
-    int32_t *key_offsets;
-    char *keys;
-    uint8_t *key_valid;
-    int key_nulls;
-    int32_t *header_index;
-    int n_headers;
-    int32_t *header_name_offsets;
-    char *header_names;
-    int32_t *header_value_offsets;
-    char *header_values;
-    uint8_t *header_value_valid;
-    int n_parts;
-    int32_t *part_id;
-    int64_t *part_first;
-    int64_t *part_last;
-    int32_t *part_count;
-    /* set by the caller: 1 leaves headers out (n_headers stays 0; saves librdkafka's
-     * header lookups when nobody reads them) */
-    int skip_headers;
-    int cap;
-    size_t values_cap, keys_cap, hname_cap, hvalue_cap;
-    int hcap;
-    rd_kafka_message_t **msgs;
-    int carry_start, carry_end;
-} rdk_batch;
-
 static void rdk_batch_free(rdk_batch *b) {
     if (!b) return;
     for (int i = b->carry_start; i < b->carry_end; i++) rd_kafka_message_destroy(b->msgs[i]);
@@ -454,6 +373,19 @@ static int rdk_grow_headers(rdk_batch *b, int need) {
 }
 
 #define RDK_SET_BIT(bm, i) ((bm)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
+
+/* Append row i of an Arrow binary column: len bytes of src at data + end, or a null when
+ * src is NULL. Returns the new end offset. */
+static inline int32_t rdk_append(char *data, int32_t end, const void *src, size_t len,
+                                 uint8_t *valid, int i, int *nulls) {
+    if (!src) {
+        (*nulls)++;
+        return end;
+    }
+    memcpy(data + end, src, len);
+    RDK_SET_BIT(valid, i);
+    return end + (int32_t)len;
+}
 #define RDK_ARROW_MAX 0x7fffffff
 
 static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_messages, rdk_batch *b) {
@@ -534,21 +466,10 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
         b->timestamp[i] = rd_kafka_message_timestamp(m, &tstype);
         b->timestamp_type[i] = (int8_t)tstype;
         if (m->err) b->n_errors++;
-        if (m->payload) {
-            memcpy(b->values + vo, m->payload, m->len);
-            vo += (int32_t)m->len;
-            RDK_SET_BIT(b->value_valid, i);
-        } else {
-            b->value_nulls++;
-        }
+        vo = rdk_append(b->values, vo, m->payload, m->len, b->value_valid, i, &b->value_nulls);
         b->value_offsets[i + 1] = vo;
-        if (m->key && !m->err) {
-            memcpy(b->keys + ko, m->key, m->key_len);
-            ko += (int32_t)m->key_len;
-            RDK_SET_BIT(b->key_valid, i);
-        } else {
-            b->key_nulls++;
-        }
+        ko = rdk_append(b->keys, ko, m->err ? NULL : m->key, m->key_len, b->key_valid, i,
+                        &b->key_nulls);
         b->key_offsets[i + 1] = ko;
         rd_kafka_headers_t *hdrs = NULL;
         if (b->header_index[i + 1] > h_i &&

@@ -2,7 +2,7 @@
  *
  * rdk's CFFI module copies a batch of messages into contiguous Arrow-layout buffers in one
  * call (rdk_consume_batch in _helpers.c). CFFI cannot hand Python objects back from C, so
- * this small CPython extension (stable ABI) turns those buffers into the list of
+ * this small CPython extension (stable ABI) turns that rdk_batch into the list of
  * rdk.Message tuples in one call: no Python code per message. Message tuples whose fields
  * are all atomic (bytes, str, int, None) are untracked by the garbage collector, as CPython
  * does for plain tuples; otherwise every batch of 10 000 would make the collector's passes
@@ -13,11 +13,18 @@
 #define PY_SSIZE_T_CLEAN
 #define Py_LIMITED_API 0x030A0000
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define BIT(bm, i) (((bm)[(i) >> 3] >> ((i) & 7)) & 1)
+/* rdk_structs.h names librdkafka's handle types. This module does not link librdkafka
+ * and only reads rdk_batch's own fields, so incomplete types are all it needs. */
+typedef struct rd_kafka_s rd_kafka_t;
+typedef struct rd_kafka_topic_s rd_kafka_topic_t;
+typedef struct rd_kafka_op_s rd_kafka_event_t;
+typedef struct rd_kafka_message_s rd_kafka_message_t;
+#include "rdk_structs.h" /* rdk_batch: the same definition rdk._rdkafka is built with */
 
-typedef unsigned long long addr_t;
+#define BIT(bm, i) (((bm)[(i) >> 3] >> ((i) & 7)) & 1)
 
 /* bytes (or str when decode) of buf[offs[i]:offs[i+1]], or None when not valid */
 static PyObject *cell(const char *buf, const int32_t *offs, const uint8_t *valid, Py_ssize_t i,
@@ -33,46 +40,45 @@ static PyObject *cell(const char *buf, const int32_t *offs, const uint8_t *valid
 }
 
 PyDoc_STRVAR(build_doc,
-"build(cls, topic, n, values, value_offsets, value_valid, decode, keys, key_offsets,\n"
-"      key_valid, timestamps, timestamp_types, partitions, offsets, errs, headers) -> list\n\n"
-"The messages of a fetched batch as cls tuples (value, key, headers, timestamp, topic,\n"
-"partition, offset). Buffer arguments are addresses (0 for none); rows whose errs entry\n"
-"is non-zero are left out; headers is None or a list with one entry per row.");
+"build(cls, topic, batch, decode, headers) -> list\n\n"
+"The messages of a fetched rdk_batch as cls tuples (value, key, headers, timestamp, topic,\n"
+"partition, offset). batch is the rdk_batch's address; values are str when decode is true;\n"
+"rows carrying an error are left out; headers is None or a list with one entry per row.");
 
 static PyObject *build(PyObject *self, PyObject *args) {
     PyObject *cls, *topic, *headers;
-    Py_ssize_t n;
+    unsigned long long address;
     int decode;
-    addr_t va, voa, vva, ka, koa, kva, tsa, tta, pa, oa, ea;
-    if (!PyArg_ParseTuple(args, "OOnKKKpKKKKKKKKO", &cls, &topic, &n, &va, &voa, &vva, &decode,
-                          &ka, &koa, &kva, &tsa, &tta, &pa, &oa, &ea, &headers))
+    if (!PyArg_ParseTuple(args, "OOKpO", &cls, &topic, &address, &decode, &headers))
         return NULL;
     if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "build: cls must be a tuple subclass");
         return NULL;
     }
-    if (n < 0 || !voa || !tsa || !tta || !pa || !oa) {
+    const rdk_batch *b = (const rdk_batch *)(uintptr_t)address;
+    if (!b) {
+        PyErr_SetString(PyExc_ValueError, "build: batch is NULL");
+        return NULL;
+    }
+    Py_ssize_t n = b->n;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    const char *values = b->values;
+    const int32_t *voffs = b->value_offsets;
+    const uint8_t *vvalid = b->value_nulls ? b->value_valid : NULL;
+    const char *keys = b->key_nulls != b->n ? b->keys : NULL; /* NULL: every key is None */
+    const int32_t *koffs = b->key_offsets;
+    const uint8_t *kvalid = b->key_nulls ? b->key_valid : NULL;
+    const int64_t *ts = b->timestamp;
+    const int8_t *tstype = b->timestamp_type;
+    const int32_t *parts = b->partition;
+    const int64_t *offs = b->offset;
+    const int32_t *errs = b->n_errors ? b->err : NULL;
+    if (n < 0 || !voffs || !ts || !tstype || !parts || !offs || (keys && !koffs)) {
         PyErr_SetString(PyExc_ValueError, "build: bad batch buffers");
         return NULL;
     }
     if (headers != Py_None && (!PyList_Check(headers) || PyList_Size(headers) != n)) {
         PyErr_SetString(PyExc_TypeError, "build: headers must be None or a list of n entries");
-        return NULL;
-    }
-    PyTypeObject *type = (PyTypeObject *)cls;
-    const char *values = (const char *)(uintptr_t)va;
-    const int32_t *voffs = (const int32_t *)(uintptr_t)voa;
-    const uint8_t *vvalid = (const uint8_t *)(uintptr_t)vva;
-    const char *keys = (const char *)(uintptr_t)ka;
-    const int32_t *koffs = (const int32_t *)(uintptr_t)koa;
-    const uint8_t *kvalid = (const uint8_t *)(uintptr_t)kva;
-    const int64_t *ts = (const int64_t *)(uintptr_t)tsa;
-    const int8_t *tstype = (const int8_t *)(uintptr_t)tta;
-    const int32_t *parts = (const int32_t *)(uintptr_t)pa;
-    const int64_t *offs = (const int64_t *)(uintptr_t)oa;
-    const int32_t *errs = (const int32_t *)(uintptr_t)ea;
-    if (keys && !koffs) {
-        PyErr_SetString(PyExc_ValueError, "build: keys without key offsets");
         return NULL;
     }
 

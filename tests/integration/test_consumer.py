@@ -8,68 +8,11 @@ import threading
 import time
 
 import pytest
+from helpers import Collector, produce, stored, values, wait_until
 
 import rdk
 from rdk.errors import ClosedError, ConfigError, KafkaError, LockedError, OffsetFileError
-from rdk.offsets import FileOffsetStore, is_locked, read_offset_file, write_offset_file
-
-# ---- helpers shared with test_consumer_flow.py ------------------------------------------
-
-
-def produce(broker, topic, partition, payloads):
-    """Produce ``payloads`` (bytes, or (key, value, headers) triples) and wait for delivery."""
-    msgs = [rdk.Message(p[1], key=p[0], headers=[(n.decode(), v) for n, v in p[2]] or None)
-            if isinstance(p, tuple) else p for p in payloads]
-    producer = rdk.Producer(broker.bootstrap_servers, queue_buffering_max_ms=5)
-    try:
-        assert producer.send(topic, partition, msgs).enqueued == len(msgs)
-    finally:
-        assert producer.stop(30) == 0, "messages left undelivered"
-
-
-def values(n, start=0, prefix=b"m"):
-    return [b"%s%d" % (prefix, i) for i in range(start, start + n)]
-
-
-class Collector:
-    """A receive_callback that keeps every batch; wait_for(n) waits for n messages."""
-
-    def __init__(self, on_batch=None):
-        self.batches = []
-        self.messages = []
-        self.cond = threading.Condition()
-        self.on_batch = on_batch
-
-    def __call__(self, info):
-        with self.cond:
-            self.batches.append(info)
-            self.messages.extend(info.messages)
-            self.cond.notify_all()
-        if self.on_batch is not None:
-            return self.on_batch(info)
-        return None
-
-    def wait_for(self, n, timeout=30.0):
-        with self.cond:
-            ok = self.cond.wait_for(lambda: len(self.messages) >= n, timeout)
-            assert ok, f"received {len(self.messages)} of {n} messages"
-
-    def offsets(self, partition=None):
-        return [m.offset for m in self.messages if partition is None or m.partition == partition]
-
-
-def wait_until(condition, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def stored(directory, topic, partition):
-    return read_offset_file(directory / f"{topic}-{partition}.offset")
-
+from rdk.offsets import FileOffsetStore, is_locked, write_offset_file
 
 # ---- restarts and kafka-native's files ---------------------------------------------------
 
@@ -152,7 +95,7 @@ def test_messages_carry_binary_values_keys_headers_and_positions(broker, new_top
     with rdk.Consumer(broker.bootstrap_servers, topic, tmp_path, got) as c:
         c.start()
         got.wait_for(len(sent))
-    for (key, value, headers), m in zip(sent, got.messages):
+    for (key, value, headers), m in zip(sent, got.messages, strict=True):
         assert (m.key, m.payload, m.value) == (key, value, value)
         assert m.headers == ([(n.decode(), v) for n, v in headers] or None)
         assert (m.topic, m.partition) == (topic, 1)
@@ -162,9 +105,9 @@ def test_messages_carry_binary_values_keys_headers_and_positions(broker, new_top
 
 
 def test_c_fast_path_is_loaded_and_matches_the_python_fallback(mock_cluster, tmp_path, monkeypatch):
-    from rdk import consumer as consumer_module
+    from rdk.consumer import _batch
 
-    assert consumer_module._messages is not None, "rdk._messages (the C fast path) did not load"
+    assert _batch._messages is not None, "rdk._messages (the C fast path) did not load"
     mock_cluster.create_topic("fast", 2)
     sent = [(None, b"\x00v", []), (b"k", None, []), (b"", b"", [(b"h", None), (b"i", b"\xff")]),
             (b"key", "ü".encode(), [])]
@@ -172,7 +115,7 @@ def test_c_fast_path_is_loaded_and_matches_the_python_fallback(mock_cluster, tmp
     results = {}
     for mode in ("c", "python"):
         if mode == "python":
-            monkeypatch.setattr(consumer_module, "_messages", None)
+            monkeypatch.setattr(_batch, "_messages", None)
         for decode in (None, "utf-8"):
             got = Collector()
             with rdk.Consumer(mock_cluster.bootstrap_servers, "fast", tmp_path / f"{mode}{decode}",
@@ -222,7 +165,7 @@ def test_four_consumers_over_eight_partitions_are_disjoint_and_cover_all(broker,
                               num_workers=4, worker_slot=s) for s in range(4)]
     try:
         owned = [c.start() for c in consumers]  # one directory shared by all four slots
-        for col, parts in zip(collectors, owned):
+        for col, parts in zip(collectors, owned, strict=True):
             col.wait_for(10 * len(parts))
     finally:
         for c in consumers:
@@ -230,7 +173,7 @@ def test_four_consumers_over_eight_partitions_are_disjoint_and_cover_all(broker,
     assert owned == [[0, 4], [1, 5], [2, 6], [3, 7]]
     flat = sorted(p for parts in owned for p in parts)
     assert flat == list(range(8))
-    for col, parts in zip(collectors, owned):
+    for col, parts in zip(collectors, owned, strict=True):
         assert {m.partition for m in col.messages} == set(parts)
         assert len(col.messages) == 10 * len(parts)  # each message exactly once
     for p in range(8):

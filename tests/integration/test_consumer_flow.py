@@ -8,7 +8,7 @@ import concurrent.futures
 import threading
 
 import pytest
-from test_consumer import Collector, produce, stored, values, wait_until
+from helpers import Collector, produce, stored, values, wait_until
 
 import rdk
 from rdk.errors import KafkaError

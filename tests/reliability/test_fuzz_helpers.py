@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import rdk._binding as binding
 from rdk._binding import ERROR_CODES, ffi, lib
 from rdk._fetch import Fetcher
+from rdk.consumer import _batch
 from rdk.mock import MockCluster
 
 EXAMPLES = int(os.environ.get("RDK_FUZZ_EXAMPLES", "20"))
@@ -162,6 +163,16 @@ def cell(buf, offsets, bitmap, i):
     return ffi.unpack(buf + offsets[i], offsets[i + 1] - offsets[i])
 
 
+def assert_fast_path_matches_fallback(b, topic):
+    """rdk._messages.build, given only the rdk_batch's address, reads the struct's fields
+    itself: it must build exactly the Messages of the pure-Python path."""
+    assert _batch._messages is not None, "rdk._messages (the C fast path) did not load"
+    headers = _batch._headers(b) if b.n_headers else None
+    for decode in (False, True):
+        assert _batch.build_messages(b, topic, decode) == _batch.python_messages(
+            b, topic, decode, headers)
+
+
 def read_back(consumer, topic, partitions, count, rng, timeout_s=30.0, skip_headers=False):
     """Fetch ``count`` messages with random batch sizes; returns rows per partition."""
     cap = rng.randint(1, 16)
@@ -183,6 +194,7 @@ def read_back(consumer, topic, partitions, count, rng, timeout_s=30.0, skip_head
             assert seen == b.n - b.n_errors
             if skip_headers:
                 assert b.n_headers == 0
+            assert_fast_path_matches_fallback(b, topic)
             for i in range(b.n):
                 assert b.err[i] == 0, binding.err_name(b.err[i])
                 hs = [(ffi.unpack(b.header_names + b.header_name_offsets[h],
@@ -279,7 +291,7 @@ def test_random_send_lists_round_trip_byte_exact_through_the_c_helpers(fuzz_site
         assert got == sorted((m[0] or b"", m[1] or b"") for m in sent)
         return
     for p in range(partitions):
-        want = [m for m, q in zip(sent, routed) if q == p]
+        want = [m for m, q in zip(sent, routed, strict=True) if q == p]
         got = rows[p]
         assert [(r[1], r[2]) for r in got] == [(m[0], m[1]) for m in want], f"partition {p}"
         if skip_headers:
@@ -314,7 +326,7 @@ def test_batch_track_matches_kafka_natives_repeats_and_misses(cap, data):
         # reference: kafka-native's rule, written plainly
         want = list(expected)
         r = x = 0
-        for p, o, e in zip(parts, offs, errs):
+        for p, o, e in zip(parts, offs, errs, strict=True):
             if e or p < 0 or p >= n_expected:
                 continue
             if want[p] >= 0:

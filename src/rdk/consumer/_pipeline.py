@@ -1,0 +1,284 @@
+"""The fetch pipeline: a fetch thread filling a rotating pool of ``rdk_batch`` buffers.
+
+The **fetch thread** calls the C batch helper (one call copies up to
+``max_messages_per_callback`` messages into contiguous buffers, with the GIL released) and
+queues the filled buffer, so it goes straight back to fetching. The consuming thread (the
+delivery thread, or the caller of ``batches()``) takes a filled buffer with
+:meth:`FetchPipeline.wait_filled`, and :meth:`FetchPipeline.convert` turns it into a
+:class:`Batch` in one call and gives the buffer back to the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from .._binding import ERROR_CODES, Client, ffi, lib
+from .._fetch import Fetcher
+from .._partitions import PARTITION_EOF, batch_errors, error_text
+from ..errors import KafkaError
+from ._batch import Batch, Parts, build_messages
+
+__all__ = ["FetchPipeline"]
+
+FETCH_TIMEOUT_MS = 100      # one fetch call waits at most this long (stop latency)
+QUEUE_DEPTH = 3             # filled batch buffers waiting for the consuming thread
+EXTRA_BUFFERS = 2           # more, only while paused (to keep draining librdkafka's queue)
+IDLE_CHECK_SECONDS = 1.0    # while idle, call on_idle at most this often
+
+_FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
+
+Filled = tuple[Any, Parts]  # a filled rdk_batch and its per-partition summary
+
+
+class _BufferPool:
+    """The rdk_batch buffers the fetch thread fills in turn (QUEUE_DEPTH + 1 of them, and up
+    to EXTRA_BUFFERS more while paused), and the condition guarding them."""
+
+    def __init__(self, max_messages: int, stopping: threading.Event, running: threading.Event) -> None:
+        self._max_messages = max_messages
+        self._stopping = stopping
+        self._running = running
+        self._cond = threading.Condition()
+        self._buffers = [self._new_buffer() for _ in range(QUEUE_DEPTH + 1)]
+        self._free: deque[Any] = deque(self._buffers)
+        self._converting = 0
+        self._freed = False
+
+    def _new_buffer(self) -> Any:
+        b = lib.rdk_batch_new(self._max_messages)
+        if b == ffi.NULL:
+            raise MemoryError("rdk_batch_new")
+        return ffi.gc(b, lib.rdk_batch_free)
+
+    def take(self, which: Any = None) -> Any:
+        """A free buffer (``which`` one, if given); None once stopping.
+
+        While paused, the queued buffers wait for resume(), but the fetch thread must go on
+        serving librdkafka's queue: that is where pause() drops the partitions' outdated
+        messages (its own purge stops at the first message of another partition in a
+        shared queue). So a paused consumer with no free buffer gets one more (at most
+        EXTRA_BUFFERS; they join the pool).
+        """
+        with self._cond:
+            while not self._stopping.is_set():
+                if which is None and self._free:
+                    return self._free.popleft()
+                if which is not None and which in self._free:
+                    self._free.remove(which)
+                    return which
+                if (which is None and not self._running.is_set()
+                        and len(self._buffers) < QUEUE_DEPTH + 1 + EXTRA_BUFFERS):
+                    b = self._new_buffer()
+                    self._buffers.append(b)
+                    return b
+                self._cond.wait(0.1)
+        return None
+
+    def begin_reading(self) -> bool:
+        """A consuming thread starts reading a filled buffer; False once the pool is freed."""
+        with self._cond:
+            if self._freed:
+                return False
+            self._converting += 1
+            return True
+
+    def give_back(self, b: Any) -> None:
+        """The consuming thread is done reading ``b``: it is free again."""
+        with self._cond:
+            self._converting -= 1
+            self._free.append(b)
+            self._cond.notify_all()
+
+    def free(self) -> None:
+        """Free every buffer (messages carried in them belong to the client, so this comes
+        before the client is closed); waits up to 5 s for a conversion in progress."""
+        with self._cond:
+            self._freed = True
+            self._cond.wait_for(lambda: self._converting == 0, 5.0)
+            if self._converting:
+                return  # pragma: no cover - a conversion stuck in C: leak rather than crash
+            buffers, self._buffers = self._buffers, []
+            self._free.clear()
+        for b in buffers:
+            ffi.release(b)
+
+
+class FetchPipeline:
+    """Fetching of the owned partitions into rotating buffers, on a thread of its own.
+
+    Holds ``expected`` (per partition, the next offset a batch should start at: from
+    ``next_offsets``, else -1 for unknown; advanced as batches are converted), the
+    ``fetched`` and ``handed`` message counts of the owned ``partitions``, and the
+    ``fetch_thread``. ``on_idle`` (set before :meth:`start_thread`) is called on the fetch
+    thread at most once every IDLE_CHECK_SECONDS while nothing arrives; ``on_fatal(err)``
+    when fetching cannot go on; ``settle`` is given to every Batch for ``Batch.commit()``.
+    """
+
+    def __init__(self, client: Client, topic: str, *, partition_count: int,
+                 partitions: Sequence[int], next_offsets: Mapping[int, int],
+                 max_messages: int, decode: bool,
+                 stopping: threading.Event, running: threading.Event,
+                 logger: logging.Logger | logging.LoggerAdapter,
+                 on_fatal: Callable[[KafkaError], None],
+                 settle: Callable[[Batch, bool], None]) -> None:
+        self.topic = topic
+        self.partition_count = partition_count
+        self.max_messages = max_messages
+        self.decode = decode
+        self.logger = logger
+        self.on_idle: Callable[[], None] | None = None
+        self._stopping = stopping
+        self._on_fatal = on_fatal
+        self._settle = settle
+        self.expected = ffi.new("int64_t[]", [-1] * partition_count)
+        for p, offset in next_offsets.items():
+            self.expected[p] = offset
+        self.fetched = dict.fromkeys(partitions, 0)
+        self.handed = dict.fromkeys(partitions, 0)
+        self.fetch_thread: threading.Thread | None = None
+        self._queue: queue.Queue[Filled] = queue.Queue()
+        self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
+        self._pool = _BufferPool(max_messages, stopping, running)
+        self._fetcher: Fetcher | None = Fetcher(client, topic, max_messages)
+
+    @property
+    def fetcher(self) -> Fetcher:
+        if self._fetcher is None:
+            raise RuntimeError("the fetch pipeline is closed")
+        return self._fetcher
+
+    # ---- partitions --------------------------------------------------------------------
+    def start_partition(self, partition: int, offset: int) -> None:
+        """Start fetching ``partition`` at ``offset`` (or a logical RD_KAFKA_OFFSET_*)."""
+        self.fetcher.start(partition, offset)
+
+    def restart_partition(self, partition: int, offset: int) -> None:
+        """Fetch ``partition`` again from ``offset`` (on the fetch thread)."""
+        self.fetcher.stop(partition)
+        self.fetcher.start(partition, offset)
+
+    @contextmanager
+    def between_fetches(self) -> Iterator[None]:
+        """Hold the fetch thread between two fetch calls (a waiting call is ended early).
+
+        For pause: librdkafka resumes at the position after the last message handed out
+        before the pause, and a fetch call still collecting would hand out more after it
+        (they would come again after resume()).
+        """
+        lib.rd_kafka_queue_yield(self.fetcher.queue)
+        with self._fetch_lock:
+            yield
+
+    def buffered(self, partitions: Iterable[int]) -> dict[int, int]:
+        """Per partition, messages fetched but not yet handed out."""
+        fetched, handed = self.fetched, self.handed
+        return {p: fetched[p] - handed[p] for p in partitions}
+
+    # ---- the fetch thread --------------------------------------------------------------
+    def start_thread(self, name: str) -> None:
+        self.fetch_thread = threading.Thread(target=self._fetch_loop, name=name, daemon=True)
+        self.fetch_thread.start()
+
+    @property
+    def fetching(self) -> bool:
+        """Whether the fetch thread is still running (it may be inside a C call)."""
+        return self.fetch_thread is not None and self.fetch_thread.is_alive()
+
+    def _fetch_loop(self) -> None:
+        """Fill buffers (one C call each, GIL released) and queue them; the consuming thread
+        turns them into Messages, so this thread goes straight back to fetching."""
+        fetcher, stopping, pool = self.fetcher, self._stopping, self._pool
+        maximum, fetch_lock = self.max_messages, self._fetch_lock
+        next_check = time.monotonic() + IDLE_CHECK_SECONDS
+        b = None
+        try:
+            while not stopping.is_set():
+                if b is None:
+                    b = pool.take()
+                    if b is None:
+                        return
+                with fetch_lock:
+                    fetcher.fetch(FETCH_TIMEOUT_MS, maximum, b)
+                n = b.n
+                if n == 0:
+                    if self.on_idle is not None and time.monotonic() >= next_check:
+                        next_check = time.monotonic() + IDLE_CHECK_SECONDS
+                        self.on_idle()
+                    continue
+                if b.n_errors:
+                    self._handle_errors(b)
+                    if b.n_errors == n:
+                        continue
+                carry = self._queue_filled(b)
+                # messages carried over (Arrow 2 GiB limit) come first in the same buffer
+                b = pool.take(b) if carry else None
+        except BaseException as e:  # a bug or out of memory: say so and stop, never hang
+            self.logger.exception("consumer of %s: fetch thread failed", self.topic)
+            self._on_fatal(e if isinstance(e, KafkaError) else
+                           KafkaError(ERROR_CODES["_FAIL"], f"fetch thread failed: {e!r}",
+                                      context=self.topic))
+
+    def _queue_filled(self, b: Any) -> bool:
+        """Queue filled buffer ``b``; True if it carries messages over to its next fetch."""
+        np = b.n_parts
+        parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
+                         ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np), strict=True))
+        fetched = self.fetched
+        for p, _first, _last, count in parts:
+            fetched[p] += count
+        carry = b.carry_end > b.carry_start
+        self._queue.put((b, parts))  # never blocks: the buffers bound the queue
+        return carry
+
+    def _handle_errors(self, b: Any) -> None:
+        for i, code in batch_errors(b):
+            if code == PARTITION_EOF:
+                continue
+            p, offset = int(b.partition[i]), int(b.offset[i])
+            err = KafkaError(code, error_text(b, i), context=f"consume {self.topic}[{p}] at offset {offset}")
+            if code in _FATAL_FETCH_ERRORS:
+                self._on_fatal(err)
+            else:
+                self.logger.warning("consumer of %s: %s", self.topic, err)
+
+    # ---- the consuming side ------------------------------------------------------------
+    def wait_filled(self, timeout: float) -> Filled:
+        """The next filled buffer; raises queue.Empty after ``timeout`` seconds."""
+        return self._queue.get(timeout=timeout)
+
+    def convert(self, filled: Filled) -> Batch | None:
+        """A filled buffer as a Batch of Messages; the buffer goes back to the pool.
+        None once the pool is freed (the consumer is closing)."""
+        b, parts = filled
+        pool = self._pool
+        if not pool.begin_reading():
+            return None
+        try:
+            messages = build_messages(b, self.topic, self.decode)
+            reps = ffi.new("int64_t[2]")
+            lib.rdk_batch_track(b, self.expected, self.partition_count, reps, reps + 1)
+        finally:
+            pool.give_back(b)
+        handed = self.handed
+        for p, _first, _last, count in parts:
+            handed[p] += count
+        return Batch(messages, int(reps[0]), int(reps[1]), self.topic, parts, self._settle)
+
+    # ---- closing -----------------------------------------------------------------------
+    def close(self) -> bool:
+        """Free the buffers and the fetcher, unless the fetch thread is still running (then
+        nothing is freed, and the client must stay open). Returns whether it closed."""
+        if self.fetching:
+            return False
+        self._pool.free()
+        if self._fetcher is not None:
+            self._fetcher.close()
+            self._fetcher = None
+        return True

@@ -1,0 +1,94 @@
+"""Which offsets may be recorded: per partition, the settled prefix of handed-out batches.
+
+Batches settle in any order (callbacks return Futures and awaitables); an offset is
+recordable once every earlier batch of its partition has settled. A failed batch, with
+``commit_on_error=False``, stops recording for its partition for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+
+from ._batch import Batch
+
+__all__ = ["SettlementTracker"]
+
+_PENDING, _OK, _FAILED = 0, 1, 2
+_SETTLED = object()  # a Batch's bookkeeping once it has settled
+
+
+class SettlementTracker:
+    """Per partition, the settled prefix of delivered batches; says what may be recorded."""
+
+    def __init__(self, commit_on_error: bool, logger: logging.Logger | logging.LoggerAdapter,
+                 topic: str) -> None:
+        self.cond = threading.Condition(threading.Lock())
+        self.commit_on_error = commit_on_error
+        self.logger = logger
+        self.topic = topic
+        self.unsettled = 0
+        self.closed = False
+        self._queues: dict[int, deque[list[int]]] = {}
+        self._blocked: set[int] = set()
+
+    def add(self, batch: Batch) -> None:
+        """Track a batch that is being handed out (in delivery order)."""
+        with self.cond:
+            entries = []
+            for p, _first, last, _count in batch._parts:
+                e = [last, _PENDING]
+                q = self._queues.get(p)
+                if q is None:
+                    q = self._queues[p] = deque()
+                q.append(e)
+                entries.append((p, e))
+            batch._entries = entries
+            self.unsettled += 1
+
+    def settle(self, batch: Batch, ok: bool) -> tuple[bool, dict[int, int]]:
+        """(was it pending, ``{partition: last offset}`` that became recordable)."""
+        with self.cond:
+            entries = batch._entries
+            if entries is None or entries is _SETTLED:
+                return False, {}
+            batch._entries = _SETTLED
+            self.unsettled -= 1
+            self.cond.notify_all()
+            if self.closed:
+                return True, {}
+            state = _OK if ok else _FAILED
+            for _, e in entries:
+                e[1] = state
+            record: dict[int, int] = {}
+            for p, _ in entries:
+                self._pop_settled(p, record)
+            return True, record
+
+    def _pop_settled(self, p: int, record: dict[int, int]) -> None:
+        """Move partition ``p``'s settled prefix into ``record`` (caller holds cond)."""
+        q = self._queues[p]
+        while q and q[0][1] != _PENDING:
+            last, st = q.popleft()
+            if p in self._blocked:
+                continue
+            if st == _FAILED and not self.commit_on_error:
+                self._blocked.add(p)
+                self.logger.warning(
+                    "%s[%d]: a batch failed and commit_on_error=False, so no offset "
+                    "after %s is recorded in this run; it is delivered again after a "
+                    "restart", self.topic, p, record.get(p, "the last recorded one"))
+                record.pop(p, None)
+                continue
+            record[p] = last
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Wait until no batch is unsettled; False if ``timeout`` seconds passed first."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.unsettled == 0, max(0.0, timeout))
+
+    def close(self) -> None:
+        """From now on settling records nothing (the consumer is stopping)."""
+        with self.cond:
+            self.closed = True
