@@ -9,6 +9,7 @@ resolved from the producer's event thread with ``loop.call_soon_threadsafe``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from . import producer as _producer
 from .producer import Delivery, SendResult
 
-__all__ = ["Producer", "Delivery", "SendResult"]
+__all__ = ["Delivery", "Producer", "SendResult"]
 
 
 def _settle(fut: asyncio.Future, delivered: int, failures: list) -> None:
@@ -57,10 +58,8 @@ class Producer:
         fut: asyncio.Future = loop.create_future()
 
         def on_delivery(delivered: int, failures: list) -> None:  # on the event thread
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
                 loop.call_soon_threadsafe(_settle, fut, delivered, failures)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
 
         send = functools.partial(self._producer.send, topic, partition, payloads,
                                  timeout=timeout, on_delivery=on_delivery)

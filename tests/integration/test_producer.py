@@ -4,12 +4,14 @@ is exact under injected faults, queue-full policies, stats, flush and stop."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
 import zlib
 
 import pytest
+from helpers import wait_until
 
 from rdk import Admin, KafkaError, Message, Producer, QueueFullError, _binding
 from rdk._binding import ffi, lib
@@ -74,14 +76,6 @@ class Settled:
     def wait(self, timeout=30.0):
         assert self.done.wait(timeout), f"only {len(self.calls)} of {self.expected} sends settled"
         return self.calls
-
-
-def wait_until(condition, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def fnv1a_sarama(key: bytes, partitions: int) -> int:
@@ -315,7 +309,7 @@ def test_keyless_messages_stay_on_one_partition_for_a_window_then_move_on(broker
     numbered = sorted((r for r in rows if r.value != b"first"), key=lambda r: r.value)
     runs = [[r.partition for r in numbered[i:i + 10]] for i in range(0, 60, 10)]
     assert all(len(set(run)) == 1 for run in runs)
-    assert all(a[0] != b[0] for a, b in zip(runs, runs[1:]))
+    assert all(a[0] != b[0] for a, b in itertools.pairwise(runs))
 
 
 # ---- callbacks -----------------------------------------------------------------------------
@@ -356,12 +350,12 @@ def test_callback_exception_is_logged_and_later_callbacks_still_run(broker, new_
     def boom(delivered, failures):
         raise RuntimeError("boom in on_delivery")
 
-    with caplog.at_level(logging.ERROR, logger="rdk"):
-        with Producer(broker.bootstrap_servers, queue_buffering_max_ms=5) as p:
-            p.send(topic, 0, [b"x"], on_delivery=boom)
-            assert p.flush(30) == 0
-            p.send(topic, 0, [b"y"], on_delivery=settled)
-            assert settled.wait() == [(1, [])]
+    with caplog.at_level(logging.ERROR, logger="rdk"), \
+            Producer(broker.bootstrap_servers, queue_buffering_max_ms=5) as p:
+        p.send(topic, 0, [b"x"], on_delivery=boom)
+        assert p.flush(30) == 0
+        p.send(topic, 0, [b"y"], on_delivery=settled)
+        assert settled.wait() == [(1, [])]
     assert any("boom in on_delivery" in (r.exc_text or "") or
                (r.exc_info and "boom in on_delivery" in str(r.exc_info[1])) for r in caplog.records)
 

@@ -113,7 +113,6 @@ class Env:
 
 # ---- Producer: constructor -------------------------------------------------------------
 table(ValueError, [
-    ("Producer: broker of type int", lambda e: Producer(123), r"broker"),
     ("Producer: empty broker", lambda e: Producer(""), r"broker"),
     ("Producer: broker without port", lambda e: Producer("localhost"), r"'localhost'"),
     ("Producer: broker port out of range", lambda e: Producer("h:99999"), r"h:99999"),
@@ -121,8 +120,6 @@ table(ValueError, [
     ("Producer: broker with a path", lambda e: Producer("h:1/x"), r"h:1/x"),
     ("Producer: negative statistics_interval_ms",
      lambda e: Producer(e.b, statistics_interval_ms=-1), r"statistics"),
-    ("Producer: statistics_interval_ms as str",
-     lambda e: Producer(e.b, statistics_interval_ms="5"), r"statistics_interval_ms"),
     ("Producer: negative queue_buffering_max_messages",
      lambda e: Producer(e.b, queue_buffering_max_messages=-1), r"queue\.buffering\.max\.messages"),
     ("Producer: negative queue_buffering_max_ms",
@@ -133,8 +130,6 @@ table(ValueError, [
      lambda e: Producer(e.b, driver_options={"acks": "maybe"}), r"acks"),
     ("Producer: invalid compression codec",
      lambda e: Producer(e.b, driver_options={"compression.codec": "rar"}), r"compression\.codec"),
-    ("Producer: driver_options not a dict",
-     lambda e: Producer(e.b, driver_options="acks=all"), r"driver_options"),
     ("Producer: property name not a str",
      lambda e: Producer(e.b, driver_options={1: 2}), r"property names|1"),
     ("Producer: property value of type list",
@@ -144,13 +139,18 @@ table(ValueError, [
     ("Producer: unknown balancer", lambda e: Producer(e.b, balancer="random"), r"balancer"),
     ("Producer: unknown on_queue_full", lambda e: Producer(e.b, on_queue_full="wait"),
      r"on_queue_full"),
+])
+table(TypeError, [
+    ("Producer: unknown keyword", lambda e: Producer(e.b, bogus=1), r"bogus"),
+    ("Producer: broker of type int", lambda e: Producer(123), r"broker"),
+    ("Producer: statistics_interval_ms as str",
+     lambda e: Producer(e.b, statistics_interval_ms="5"), r"statistics_interval_ms"),
+    ("Producer: driver_options not a dict",
+     lambda e: Producer(e.b, driver_options="acks=all"), r"driver_options"),
     ("Producer: stats_callback not callable", lambda e: Producer(e.b, stats_callback=5),
      r"stats_callback"),
     ("Producer: delivery_report_callback not callable",
      lambda e: Producer(e.b, delivery_report_callback="x"), r"delivery_report_callback"),
-])
-table(TypeError, [
-    ("Producer: unknown keyword", lambda e: Producer(e.b, bogus=1), r"bogus"),
     ("Producer: options given positionally", lambda e: Producer(e.b, None), r"positional"),
 ])
 
@@ -419,7 +419,7 @@ class _Logged(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.text.append(record.getMessage() + (repr(record.exc_info[1]) if record.exc_info else ""))
 
-    def __enter__(self) -> _Logged:  # noqa: PYI034
+    def __enter__(self) -> _Logged:
         logger = logging.getLogger("rdk")
         self.level = logger.level
         logger.setLevel(logging.DEBUG)
@@ -699,7 +699,7 @@ def run_case(env: Env, c: Case) -> dict:
     got: BaseException | None = None
     try:
         c.run(env)
-    except BaseException as e:  # noqa: BLE001 - the catalogue records whatever happened
+    except BaseException as e:  # the catalogue records whatever happened
         got = e
     took = round(time.monotonic() - t0, 3)
     message = "" if got is None else str(got)
@@ -708,7 +708,8 @@ def run_case(env: Env, c: Case) -> dict:
     else:
         ok = isinstance(got, c.exc) and not isinstance(got, AssertionError) and \
             re.search(c.pattern, message, re.DOTALL) is not None
-    result = {"name": c.name, "ok": ok, "known_bug": c.known_bug, "expected": c.exc.__name__ if c.exc else "no exception",
+    result = {"name": c.name, "ok": ok, "known_bug": c.known_bug,
+              "expected": c.exc.__name__ if c.exc else "no exception",
               "pattern": c.pattern, "got": type(got).__name__ if got else "no exception",
               "message": message[:400], "seconds": took}
     if got is not None and not ok:

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import read_log, wait_until
+from helpers import read_log, wait_until
 
 from rdk import Producer
 from rdk.mock import MockCluster

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import array
+
 import pytest
 
 import rdk
-from rdk import producer as producer_mod
 from rdk._binding import ffi
 from rdk.errors import ClosedError, ConfigError
 from rdk.message import Message
-from rdk.producer import Producer, _layout
+from rdk.producer import BALANCERS, QUEUE_FULL_POLICIES, Delivery, DeliveryReportInfo, Producer, StatsInfo
+from rdk.producer._accounting import SendState
+from rdk.producer._layout import layout
 
 NOWHERE = "127.0.0.1:9"  # nothing listens there; construction and enqueueing need no broker
 
@@ -27,6 +30,11 @@ def test_producer_and_its_result_types_are_exported():
     assert rdk.SendResult._fields == ("enqueued", "send_queue_length")
     assert rdk.Message is Message
     assert rdk.aio.Producer.__module__ == "rdk.aio"
+    assert rdk.aio.Delivery is Delivery and rdk.aio.SendResult is rdk.SendResult
+    assert BALANCERS == ("consistent_random", "murmur2_random", "fnv1a", "round_robin", "least_bytes")
+    assert QUEUE_FULL_POLICIES == ("drop", "block", "raise")
+    assert Delivery._fields == ("delivered", "failures")
+    assert DeliveryReportInfo([], []).errors == [] and StatsInfo(0, {}, 0).dropped == 0
 
 
 def test_unknown_keyword_raises_type_error_naming_it():
@@ -34,44 +42,79 @@ def test_unknown_keyword_raises_type_error_naming_it():
         Producer(NOWHERE, linger_ms=5)
 
 
+RANGE = "is outside allowed range"
+
+
 @pytest.mark.parametrize(
     "kwargs, text",
     [
-        ({"statistics_interval_ms": -1}, 'statistics_interval_ms: Configuration property "statistics.interval.ms" value -1 is outside allowed range'),
-        ({"queue_buffering_max_messages": -5}, 'queue_buffering_max_messages: Configuration property "queue.buffering.max.messages" value -5 is outside'),
-        ({"queue_buffering_max_ms": -1}, 'queue_buffering_max_ms: Configuration property "queue.buffering.max.ms" value -1 is outside'),
-        ({"statistics_interval_ms": "5000"}, "statistics_interval_ms must be an int, got str"),
-        ({"queue_buffering_max_messages": 1.5}, "queue_buffering_max_messages must be an int, got float"),
-        ({"queue_buffering_max_ms": True}, "queue_buffering_max_ms must be a number, got bool"),
-        ({"driver_options": {"no.such.property": 1}}, 'driver_options: No such configuration property: "no.such.property"'),
-        ({"driver_options": {"acks": "maybe"}}, 'driver_options: Invalid value for configuration property "request.required.acks"'),
-        ({"driver_options": {"compression.codec": "zip"}}, 'Invalid value "zip" for configuration property "compression.codec"'),
-        ({"driver_options": ["acks", 1]}, "driver_options must be a dict of librdkafka properties, got list"),
+        ({"statistics_interval_ms": -1},
+         f'statistics_interval_ms: Configuration property "statistics.interval.ms" value -1 {RANGE}'),
+        ({"queue_buffering_max_messages": -5},
+         'queue_buffering_max_messages: Configuration property "queue.buffering.max.messages" value -5'),
+        ({"queue_buffering_max_ms": -1},
+         'queue_buffering_max_ms: Configuration property "queue.buffering.max.ms" value -1'),
+        ({"driver_options": {"no.such.property": 1}},
+         'driver_options: No such configuration property: "no.such.property"'),
+        ({"driver_options": {"acks": "maybe"}},
+         'driver_options: Invalid value for configuration property "request.required.acks"'),
+        ({"driver_options": {"compression.codec": "zip"}},
+         'Invalid value "zip" for configuration property "compression.codec"'),
         ({"driver_options": {"delivery.report.only.error": True}}, "delivery.report.only.error would break"),
-        ({"topic_options": {"partitioner": "bogus"}}, 'topic_options: Invalid value for configuration property "partitioner": bogus'),
-        ({"topic_options": {"no.such.topic.property": 1}}, 'topic_options: No such configuration property: "no.such.topic.property"'),
-        ({"topic_options": "acks=1"}, "topic_options must be a dict"),
-        ({"balancer": "random"}, "balancer must be one of 'consistent_random', 'murmur2_random', 'fnv1a', 'round_robin', 'least_bytes'; got 'random'"),
-        ({"on_queue_full": "wait"}, "on_queue_full must be one of 'drop', 'block', 'raise'; got 'wait'"),
-        ({"stats_callback": 5}, "stats_callback must be callable or None, got int"),
-        ({"delivery_report_callback": "print"}, "delivery_report_callback must be callable or None, got str"),
+        ({"topic_options": {"partitioner": "bogus"}},
+         'topic_options: Invalid value for configuration property "partitioner": bogus'),
+        ({"topic_options": {"no.such.topic.property": 1}},
+         'topic_options: No such configuration property: "no.such.topic.property"'),
     ],
 )
-def test_bad_option_values_raise_value_error_with_librdkafkas_text_at_construction(kwargs, text):
-    with pytest.raises(ValueError) as ei:
+def test_properties_librdkafka_refuses_raise_config_error_with_its_text_at_construction(kwargs, text):
+    with pytest.raises(ConfigError) as ei:
         Producer(NOWHERE, **kwargs)
-    assert isinstance(ei.value, ConfigError)
+    assert isinstance(ei.value, ValueError)
     assert text in str(ei.value)
 
 
-@pytest.mark.parametrize("broker, text", [
-    (None, "broker must be a str"),
-    (9092, "broker must be a str"),
-    ("localhost", "is not host:port"),
-    ("a:1,,b:2", "comma-separated list"),
+@pytest.mark.parametrize(
+    "kwargs, text",
+    [
+        ({"balancer": "random"}, "balancer must be one of 'consistent_random', 'murmur2_random', 'fnv1a', "
+                                 "'round_robin', 'least_bytes'; got 'random'"),
+        ({"on_queue_full": "wait"}, "on_queue_full must be one of 'drop', 'block', 'raise'; got 'wait'"),
+        ({"queue_buffering_max_ms": float("inf")}, "queue_buffering_max_ms must be a finite number"),
+    ],
+)
+def test_a_value_outside_the_choices_raises_value_error_naming_the_argument(kwargs, text):
+    with pytest.raises(ValueError) as ei:
+        Producer(NOWHERE, **kwargs)
+    assert text in str(ei.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, text",
+    [
+        ({"statistics_interval_ms": "5000"}, "statistics_interval_ms must be int, got str"),
+        ({"queue_buffering_max_messages": 1.5}, "queue_buffering_max_messages must be int, got float"),
+        ({"queue_buffering_max_ms": True}, "queue_buffering_max_ms must be a number, got bool"),
+        ({"driver_options": ["acks", 1]}, "driver_options must be a dict of librdkafka properties, got list"),
+        ({"topic_options": "acks=1"}, "topic_options must be a dict"),
+        ({"stats_callback": 5}, "stats_callback must be callable, got int"),
+        ({"delivery_report_callback": "print"}, "delivery_report_callback must be callable, got str"),
+    ],
+)
+def test_an_option_of_the_wrong_type_raises_type_error_naming_it(kwargs, text):
+    with pytest.raises(TypeError) as ei:
+        Producer(NOWHERE, **kwargs)
+    assert text in str(ei.value)
+
+
+@pytest.mark.parametrize("broker, error, text", [
+    (None, TypeError, "broker must be a str"),
+    (9092, TypeError, "broker must be a str"),
+    ("localhost", ValueError, "is not host:port"),
+    ("a:1,,b:2", ValueError, "comma-separated list"),
 ])
-def test_bad_broker_raises_value_error_naming_it(broker, text):
-    with pytest.raises(ValueError, match=text):
+def test_a_bad_broker_raises_naming_it(broker, error, text):
+    with pytest.raises(error, match=text):
         Producer(broker)
 
 
@@ -91,12 +134,13 @@ def test_secret_values_stay_out_of_config_errors():
         ([(1, b"v")], TypeError, r"payloads\[0\]: key of type int"),
         ([(b"k", 2.5)], TypeError, r"payloads\[0\]: value of type float"),
         ([b"a", b"b", Message(b"v", headers=5)], TypeError, r"payloads\[2\]: headers must be"),
-        ([Message(b"v", headers=[("h",)])], TypeError, r"payloads\[0\]: each header must be a \(name, value\) pair"),
+        ([Message(b"v", headers=[("h",)])], TypeError,
+         r"payloads\[0\]: each header must be a \(name, value\) pair"),
         ([Message(b"v", headers=[(1, b"x")])], TypeError, r"payloads\[0\]: header name must be str or bytes"),
         ([Message(b"v", headers=[("h", 7)])], TypeError, r"payloads\[0\]: header value of type int"),
         ([Message(b"v", timestamp="now")], TypeError, r"payloads\[0\]: timestamp must be an int"),
         ([Message(b"v", timestamp=-5)], TypeError, r"payloads\[0\]: timestamp must be an int"),
-        ([b"x", bytearray(b"y"), __import__("array").array("i", [1, 2])], TypeError,
+        ([b"x", bytearray(b"y"), array.array("i", [1, 2])], TypeError,
          r"payloads\[2\]: payload of type array"),
     ],
 )
@@ -171,7 +215,7 @@ def test_context_manager_stops_the_producer():
 def lay_out(payloads):
     """The rdk_produce_args one send() would hand to C (and the buffers it points into)."""
     args = ffi.new("rdk_produce_args *")
-    keep = _layout(payloads, args)
+    keep = layout(payloads, args)
     return args, keep
 
 
@@ -183,25 +227,23 @@ def unpack(buf, offsets, nulls, n, i):
 
 def test_bytes_fast_path_is_one_buffer_and_int32_lengths():
     payloads = [b"", b"a\x00b", bytearray(b"cd"), memoryview(b"efg")]
-    lay, keep = lay_out(payloads)
+    lay, _keep = lay_out(payloads)
     assert lay.n == 4 and lay.keys == ffi.NULL and lay.value_null == ffi.NULL
     assert lay.value_offsets == ffi.NULL and ffi.unpack(lay.value_lengths, 4) == [0, 3, 2, 3]
     assert ffi.unpack(lay.values, 8) == b"a\x00bcdefg"
 
 
 def test_str_payloads_are_utf8_ascii_or_not():
-    lay, keep = lay_out(["ab", "", "c"])
+    lay, _keep = lay_out(["ab", "", "c"])
     assert [lay.value_offsets[i] for i in range(4)] == [0, 2, 2, 3]
-    lay, keep = lay_out(["é", "x€"])
+    lay, _keep = lay_out(["é", "x€"])
     assert [unpack(lay.values, lay.value_offsets, lay.value_null, 2, i) for i in range(2)] == [
         "é".encode(), "x€".encode()]
 
 
 def test_memoryview_of_wider_items_is_sent_as_its_bytes():
-    import array
-
     mv = memoryview(array.array("i", [1, 2]))
-    lay, keep = lay_out([b"x", mv])
+    lay, _keep = lay_out([b"x", mv])
     assert unpack(lay.values, lay.value_offsets, lay.value_null, 2, 1) == mv.tobytes()
 
 
@@ -214,7 +256,7 @@ def test_general_layout_carries_keys_nulls_headers_and_timestamps():
         Message(b"m", key=b"", headers=[("h1", b"x"), (b"h2", None)], timestamp=1700000000000),
         Message("text", headers={"a": "b"}),
     ]
-    lay, keep = lay_out(payloads)
+    lay, _keep = lay_out(payloads)
     values = [unpack(lay.values, lay.value_offsets, lay.value_null, 6, i) for i in range(6)]
     keys = [unpack(lay.keys, lay.key_offsets, lay.key_null, 6, i) for i in range(6)]
     assert values == [b"plain", b"v1", b"no key", None, b"m", b"text"]
@@ -228,10 +270,24 @@ def test_general_layout_carries_keys_nulls_headers_and_timestamps():
 
 
 def test_failure_messages_keep_what_the_caller_sent():
-    state = [((b"k", b"v"), b"raw", Message(b"m", b"mk", [("h", b"1")], 5)), "t", None, 0, 0, None,
-             None, None]
-    assert producer_mod._message_at(state, 0, 2) == Message(b"v", b"k", topic="t", partition=2)
-    assert producer_mod._message_at(state, 1, -1).partition is None
-    m = producer_mod._message_at(state, 2, 1)
+    payloads = ((b"k", b"v"), b"raw", Message(b"m", b"mk", [("h", b"1")], 5))
+    state = SendState(payloads, "t", None, 3, None, [])
+    assert state.message(0, 2) == Message(b"v", b"k", topic="t", partition=2)
+    assert state.message(1, -1).partition is None
+    assert state.message(1).partition is None
+    m = state.message(2, 1)
     assert (m.value, m.key, m.headers, m.timestamp, m.topic, m.partition) == (
         b"m", b"mk", [("h", b"1")], 5, "t", 1)
+
+
+def test_a_retry_after_a_full_queue_lays_out_only_the_refused_messages_in_call_order():
+    from array import array as int_array
+
+    from rdk.producer._layout import restrict
+
+    lay, keep = lay_out([b"a", b"bb", b"ccc", b"dddd"])
+    restrict(lay, int_array("i", [1, 3]), 4, keep)
+    assert lay.n == 2 and [lay.indices[i] for i in range(2)] == [1, 3]
+    # random access into the values needs offsets, not lengths
+    assert lay.value_lengths == ffi.NULL
+    assert [unpack(lay.values, lay.value_offsets, ffi.NULL, 4, i) for i in (1, 3)] == [b"bb", b"dddd"]

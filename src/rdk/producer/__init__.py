@@ -1,0 +1,38 @@
+"""rdk.Producer: kafka-native's Producer over librdkafka, one C call per send().
+
+``send(topic, partition, payloads)`` validates the whole list, lays it out as one
+contiguous buffer plus an int64 offsets array (keys, headers and timestamps likewise
+when present) and hands it to ``rdk_produce_batch`` in a single call. Delivery
+reports arrive on the Client's event thread already folded in C into runs of
+``(send id, count)`` and a list of failures; per-send accounting turns them into
+``on_delivery(delivered_count, failures)`` and ``delivery_report_callback(info)``.
+
+The package, by role:
+
+- ``_producer``: the ``Producer`` API and lifecycle (construction, send, flush, stop);
+- ``_layout``: payloads -> the contiguous buffers one C call reads;
+- ``_accounting``: per-send delivery accounting and the callbacks it completes;
+- ``_balancers``: partition choice for ``partition=None`` and partition counts;
+- ``_types``: the values handed back (``SendResult``, ``Delivery``, callback arguments).
+"""
+
+from __future__ import annotations
+
+from ._balancers import BALANCERS
+from ._producer import QUEUE_FULL_POLICIES, Producer
+from ._types import Delivery, DeliveryReportInfo, SendResult, StatsInfo
+
+__all__ = [
+    "BALANCERS",
+    "QUEUE_FULL_POLICIES",
+    "Delivery",
+    "DeliveryReportInfo",
+    "Producer",
+    "SendResult",
+    "StatsInfo",
+]
+
+# the public names keep the module they have always had (reprs, pickles, docs)
+for _public in (Producer, SendResult, Delivery, DeliveryReportInfo, StatsInfo):
+    _public.__module__ = __name__
+del _public

@@ -1,0 +1,269 @@
+"""Delivery accounting: every send() in flight until each of its messages is settled.
+
+A ``SendState`` per call counts what is left; the ``Ledger`` holds them by send id and
+folds what the event thread receives (runs of ``(send id, count)`` delivered and a list
+of failures, already folded in C) into them. A call whose last message settles gets its
+``on_delivery(delivered_count, failures)``; failures also go to
+``delivery_report_callback`` (or one warning line on the ``rdk`` logger without one).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from itertools import count
+from typing import Any
+
+from .. import _binding
+from .._binding import ERROR_CODES, ffi
+from ..errors import KafkaError
+from ..message import Message
+from ._types import DeliveryReportInfo
+
+log = logging.getLogger("rdk")
+
+ERR_QUEUE_FULL = ERROR_CODES["_QUEUE_FULL"]
+
+
+class SendState:
+    """One send() call until each of its messages is delivered or failed."""
+
+    __slots__ = ("buffers", "delivered", "failures", "on_delivery", "partition", "payloads",
+                 "remaining", "topic")
+
+    def __init__(self, payloads: Sequence[Any] | None, topic: str, partition: int | None,
+                 n: int, on_delivery: Callable[[int, list], Any] | None, buffers: list) -> None:
+        self.payloads = payloads  # the caller's items, kept only when a callback sees failures
+        self.topic = topic
+        self.partition = partition  # None: the balancer chose per message
+        self.remaining = n  # messages neither delivered nor failed yet
+        self.delivered = 0
+        self.failures: list | None = None  # [(rdk.Message, KafkaError)]
+        self.on_delivery = on_delivery
+        # the laid-out buffers: librdkafka points into them (no copy) until the last report
+        self.buffers = buffers
+
+    def message(self, index: int, partition: int | None = None) -> Message:
+        """Message ``index`` of the call as an rdk.Message with its topic and partition."""
+        item = self.payloads[index]  # type: ignore[index]  # only called when payloads are kept
+        topic = self.topic
+        if partition is None or partition < 0:
+            partition = self.partition
+        if isinstance(item, Message):
+            return tuple.__new__(Message, (item[0], item[1], item[2], item[3], topic, partition, None))
+        if isinstance(item, tuple):
+            return tuple.__new__(Message, (item[1], item[0], None, None, topic, partition, None))
+        return tuple.__new__(Message, (item, None, None, None, topic, partition, None))
+
+
+class Ledger:
+    """Every send() in flight, and the failures not yet reported.
+
+    Its fields are guarded by ``cond`` (the producer's condition, which also guards the
+    producer's lifecycle flags); methods that take it say so.
+    """
+
+    def __init__(self, cond: threading.Condition,
+                 delivery_report_callback: Callable[[DeliveryReportInfo], Any] | None) -> None:
+        self.cond = cond
+        self._dr_cb = delivery_report_callback
+        self._sends: dict[int, SendState] = {}
+        self._send_ids = count(1)
+        self.outstanding = 0  # enqueued messages whose delivery report has not been served
+        self.dr_gen = 0  # bumped each time delivery reports free room in the queue
+        self.dropped = 0  # messages refused by a full queue since the producer started
+        self._ready: list[SendState] = []  # settled sends whose on_delivery is still due
+        # failures not yet reported: (message, error) items for delivery_report_callback and
+        # counts per error code (for its rdkafka_errinfo, or one log line without it)
+        self._report: list = []
+        self._report_counts: dict[int, int] = {}
+
+    @property
+    def queue_length(self) -> int:
+        """Messages enqueued and not yet delivered nor failed."""
+        return max(self.outstanding, 0)
+
+    def settled(self) -> bool:
+        """Nothing outstanding and every callback served (caller holds the lock)."""
+        return self.outstanding <= 0 and not self._ready and not self._report_counts
+
+    # -- the sending thread ----------------------------------------------------
+    def new_send(self, payloads: Sequence[Any], topic: str, partition: int | None,
+                 on_delivery: Callable[[int, list], Any] | None, buffers: list) -> SendState:
+        """The state of a call; its payloads are kept only if a callback will see failures."""
+        keep = payloads if (on_delivery is not None or self._dr_cb is not None) else None
+        if isinstance(keep, list):
+            keep = tuple(keep)  # the caller may reuse its list; failures must name the right message
+        return SendState(keep, topic, partition, len(payloads), on_delivery, buffers)
+
+    def register(self, state: SendState) -> int:
+        """Count the call's messages as outstanding; returns its send id (caller holds the lock).
+
+        Done before the C call: reports may come back before it returns.
+        """
+        send_id = next(self._send_ids)
+        self._sends[send_id] = state
+        self.outstanding += state.remaining
+        return send_id
+
+    def adjust_outstanding(self, delta: int) -> None:
+        """Only what librdkafka took is outstanding (takes the lock)."""
+        with self.cond:
+            self.outstanding += delta
+
+    def settle_unsent(self, send_id: int, state: SendState, queue_full: list[int],
+                      refused: list[tuple[int, int]]) -> None:
+        """Account for messages librdkafka never took (takes the lock); the event thread
+        reports them. ``queue_full``: positions in the call refused for lack of room;
+        ``refused``: ``(position, error code)`` refused for another reason.
+
+        All of them become failures of the send (on_delivery); those refused for a reason
+        other than a full queue are delivery failures too (delivery_report_callback).
+        """
+        context = f"send to {state.topic!r}: not enqueued"
+        errors: dict[int, KafkaError] = {}
+        for code in {ERR_QUEUE_FULL} | {code for _, code in refused}:
+            errors[code] = KafkaError(code, context=context)
+        kept = state.payloads is not None
+        dropped = [(state.message(i) if kept else None, errors[ERR_QUEUE_FULL]) for i in queue_full]
+        failed = [(state.message(i) if kept else None, errors[code]) for i, code in refused]
+        with self.cond:
+            k = len(dropped) + len(failed)
+            self.dropped += len(dropped)
+            state.remaining -= k
+            if k and kept:
+                state.failures = (state.failures or []) + failed + dropped
+            if failed and (self._dr_cb is not None or state.on_delivery is None):
+                self._add_report(failed if self._dr_cb is not None else [],
+                                 Counter(code for _, code in refused))
+            if state.remaining == 0:
+                self._sends.pop(send_id, None)
+                self._ready.append(state)
+            self.cond.notify_all()
+
+    # -- the event thread ------------------------------------------------------
+    def on_deliveries(self, d: Any) -> None:
+        """Fold one ``rdk_deliveries`` batch into the sends, then run due callbacks."""
+        done: list[SendState] = []
+        with self.cond:
+            sends = self._sends
+            n_runs = d.n_runs
+            if n_runs:
+                run_send, run_count = d.run_send, d.run_count
+                settled = 0
+                for i in range(n_runs):
+                    c = run_count[i]
+                    settled += c
+                    sid = run_send[i]
+                    st = sends.get(sid)
+                    if st is None:
+                        log.error("delivery report for unknown send %d (%d messages)", sid, c)
+                        continue
+                    st.delivered += c
+                    st.remaining -= c
+                    if st.remaining == 0:
+                        done.append(sends.pop(sid))
+                self.outstanding -= settled
+            if d.n_failed:
+                self._fold_failures(d, d.n_failed, done)
+            self.dr_gen += 1
+            self.cond.notify_all()
+        if self._dr_cb is not None and self._report_counts:
+            self.flush_report()  # promptly; without a callback the log line waits for serve_pending
+        for st in done:
+            self._complete(st)
+
+    def _fold_failures(self, d: Any, n_failed: int, done: list[SendState]) -> None:
+        """Record failures on their sends (caller holds the lock).
+
+        Counting is done at C speed; messages are rebuilt only for sends whose caller
+        will see them (on_delivery or delivery_report_callback).
+        """
+        sends = self._sends
+        sids = ffi.unpack(d.failed_send, n_failed)
+        codes = ffi.unpack(d.failed_err, n_failed)
+        detailed: dict[int, SendState] = {}
+        for sid, cnt in Counter(sids).items():
+            st = sends.get(sid)
+            if st is None:
+                log.error("delivery report for unknown send %d (%d failed messages)", sid, cnt)
+                continue
+            if st.payloads is not None:
+                detailed[sid] = st
+            st.remaining -= cnt
+            if st.remaining == 0:
+                done.append(sends.pop(sid))
+        self.outstanding -= n_failed
+        if not detailed:  # nobody sees these messages one by one: count them for the log line
+            self._add_report([], Counter(codes))
+            return
+        reporting = self._dr_cb is not None
+        errors: dict[int, KafkaError] = {}
+        items, counts = [], Counter[int]()
+        indices = ffi.unpack(d.failed_index, n_failed)
+        partitions = ffi.unpack(d.failed_partition, n_failed)
+        for sid, idx, code, part in zip(sids, indices, codes, partitions, strict=True):
+            st = detailed.get(sid)
+            if st is None:  # a send without callbacks (only when reporting is off), or unknown
+                if not reporting:
+                    counts[code] += 1
+                continue
+            err = errors.get(code)
+            if err is None:
+                err = errors[code] = KafkaError(code)
+            item = (st.message(idx, part), err)
+            if st.failures is None:
+                st.failures = []
+            st.failures.append(item)
+            if reporting:
+                items.append(item)
+                counts[code] += 1
+            elif st.on_delivery is None:
+                counts[code] += 1
+        self._add_report(items, counts)
+
+    def serve_pending(self) -> None:
+        """After each poll: report pending failures, run on_delivery of settled sends."""
+        if self._report_counts:
+            self.flush_report()
+        if self._ready:
+            with self.cond:
+                ready, self._ready = self._ready, []
+            for st in ready:
+                self._complete(st)
+
+    def flush_report(self) -> None:
+        """Pending failures -> delivery_report_callback (or one warning when there is none)."""
+        with self.cond:
+            items, self._report = self._report, []
+            counts, self._report_counts = self._report_counts, {}
+        if not counts:
+            return
+        errinfo = [
+            {"errcode": code, "errname": _binding.err_name(code),
+             "errstr": _binding.err_description(code), "count": cnt}
+            for code, cnt in counts.items()
+        ]
+        if self._dr_cb is None:
+            log.warning("rdk.Producer: %d message(s) not delivered: %s", sum(counts.values()),
+                        ", ".join(f"{e['errname']} x{e['count']}" for e in errinfo))
+            return
+        self._dr_cb(DeliveryReportInfo(items, errinfo))
+
+    def _add_report(self, items: list, counts: Mapping[int, int]) -> None:
+        """Queue failures for the next report (caller holds the lock)."""
+        self._report += items
+        for code, cnt in counts.items():
+            self._report_counts[code] = self._report_counts.get(code, 0) + cnt
+
+    @staticmethod
+    def _complete(st: SendState) -> None:
+        cb = st.on_delivery
+        if cb is None:
+            return
+        try:
+            cb(st.delivered, st.failures or [])
+        except Exception:
+            log.exception("exception in on_delivery callback %r", getattr(cb, "__name__", cb))

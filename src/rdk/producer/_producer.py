@@ -1,0 +1,376 @@
+"""rdk.Producer's API and lifecycle: construction, send(), flush(), stop().
+
+``send()`` reads as the hot path it is: check the arguments, lay the payloads out
+(``_layout``), one ``rdk_produce_batch`` call, the result. Per-call accounting lives in
+``_accounting``, partition choice in ``_balancers``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from itertools import compress
+from typing import Any
+
+from .. import _binding
+from .._binding import ffi, lib
+from ..errors import ClosedError, ConfigError, KafkaError, QueueFullError
+from ..validate import (
+    check_broker,
+    check_callable,
+    check_choice,
+    check_int,
+    check_number,
+    check_options,
+    check_timeout,
+    check_topic_name,
+)
+from ._accounting import ERR_QUEUE_FULL, Ledger, SendState
+from ._balancers import BALANCERS, Balancers, topic_properties
+from ._layout import layout, restrict
+from ._types import DeliveryReportInfo, SendResult, StatsInfo
+
+log = logging.getLogger("rdk")
+
+QUEUE_FULL_POLICIES = ("drop", "block", "raise")
+
+_UA = lib.RD_KAFKA_PARTITION_UA
+_PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
+
+
+class Producer:
+    """kafka-native's Producer: ``Producer(broker, *, stats_callback=None, ...)``.
+
+    ``broker`` is a comma-separated ``host:port`` list. ``driver_options`` and
+    ``topic_options`` go verbatim to librdkafka's global and topic configuration; a
+    value librdkafka refuses raises ``ValueError`` (``rdk.ConfigError``) with its text,
+    here, at construction; an argument of the wrong type raises ``TypeError``. Callbacks
+    run on one background thread the producer owns; an exception in one is logged on the
+    ``rdk`` logger.
+
+    ``balancer`` picks the partition when ``send(..., partition=None)``:
+    ``consistent_random`` (librdkafka's default), ``murmur2_random`` (Java client),
+    ``fnv1a`` (sarama / kafka-go Hash), ``round_robin``, ``least_bytes`` (kafka-go).
+    ``on_queue_full``: ``"drop"`` (kafka-native: enqueue what fits, ``enqueued < n``),
+    ``"block"`` (wait for room until ``send(..., timeout=)``), ``"raise"``
+    (``rdk.QueueFullError``).
+    """
+
+    def __init__(
+        self,
+        broker: str,
+        *,
+        stats_callback: Callable[[StatsInfo], Any] | None = None,
+        delivery_report_callback: Callable[[DeliveryReportInfo], Any] | None = None,
+        statistics_interval_ms: int = 5000,
+        queue_buffering_max_messages: int = 500000,
+        queue_buffering_max_ms: float = 250,
+        driver_options: Mapping[str, Any] | None = None,
+        topic_options: Mapping[str, Any] | None = None,
+        balancer: str = "consistent_random",
+        on_queue_full: str = "drop",
+    ) -> None:
+        check_broker(broker)
+        self._stats_cb = check_callable(stats_callback, "stats_callback")
+        dr_cb = check_callable(delivery_report_callback, "delivery_report_callback")
+        check_int(statistics_interval_ms, "statistics_interval_ms")
+        check_int(queue_buffering_max_messages, "queue_buffering_max_messages")
+        check_number(queue_buffering_max_ms, "queue_buffering_max_ms")
+        for kwname, prop, value in (
+            ("statistics_interval_ms", "statistics.interval.ms", statistics_interval_ms),
+            ("queue_buffering_max_messages", "queue.buffering.max.messages", queue_buffering_max_messages),
+            ("queue_buffering_max_ms", "queue.buffering.max.ms", queue_buffering_max_ms),
+        ):
+            _binding.validate_options({prop: value}, kwname)  # librdkafka's range checks and text
+        driver = check_options(driver_options, "driver_options")
+        topic = check_options(topic_options, "topic_options")
+        self.balancer = check_choice(balancer, "balancer", BALANCERS)
+        self.on_queue_full = check_choice(on_queue_full, "on_queue_full", QUEUE_FULL_POLICIES)
+        if str(driver.get("delivery.report.only.error", "false")).lower() in ("true", "1"):
+            raise ConfigError("driver_options: delivery.report.only.error would break rdk's delivery "
+                              "accounting; delivery_report_callback already reports failures only")
+        props: dict[str, Any] = {
+            "bootstrap.servers": broker,
+            "statistics.interval.ms": statistics_interval_ms if stats_callback else 0,
+            "queue.buffering.max.messages": queue_buffering_max_messages,
+            "queue.buffering.max.ms": queue_buffering_max_ms,
+            "allow.auto.create.topics": False,
+            **driver,
+        }
+        _binding.validate_options(driver, "driver_options")
+        topic_props = topic_properties(balancer, topic)
+        _binding.validate_topic_options(topic_props)
+        # effective value once librdkafka has accepted it (driver_options win)
+        self._max_messages = int(driver.get("queue.buffering.max.messages", queue_buffering_max_messages))
+
+        self._cond = threading.Condition(threading.Lock())  # guards the ledger and the flags below
+        self._ledger = Ledger(self._cond, dr_cb)
+        self._balancers = Balancers(balancer, driver)
+        self._active = 0  # send() calls inside the C enqueue
+        self._closing = False
+        self._fatal: KafkaError | None = None
+        self._topics_ok: set[str] = set()
+        self._client = _binding.Client(
+            "producer", props, topic_props,
+            on_deliveries=self._on_deliveries, on_stats=self._on_stats,
+            on_error=self._on_error, on_poll=self._on_poll,
+        )
+        self._rk = self._client.rk
+
+    # -- sending ---------------------------------------------------------------
+    def send(
+        self,
+        topic: str,
+        partition: int | None,
+        payloads: Sequence[Any],
+        *,
+        timeout: float | None = None,
+        on_delivery: Callable[[int, list], Any] | None = None,
+    ) -> SendResult:
+        """Enqueue ``payloads`` for ``topic`` in one call into librdkafka.
+
+        ``payloads``: a list of bytes, bytearray, memoryview, str (UTF-8), ``(key, value)``
+        tuples or ``rdk.Message(value, key, headers, timestamp)``. Nothing is enqueued if
+        any item has an unsupported type (TypeError naming its index). ``partition=None``
+        lets the balancer choose. ``timeout`` bounds waiting for room (``on_queue_full=
+        "block"``) and the first partition-count lookup of ``round_robin``/``least_bytes``.
+        ``on_delivery(delivered_count, failures)`` runs once every message of this call is
+        delivered or failed; ``failures`` is ``[(rdk.Message, KafkaError)]`` and includes
+        messages that were never enqueued.
+        """
+        if self._closing:
+            raise ClosedError("Producer is stopped: send() after stop() is not allowed")
+        if self._fatal is not None:
+            raise self._fatal
+        part = self._check_send(topic, partition, payloads, timeout, on_delivery)
+        args = ffi.new("rdk_produce_args *")
+        buffers = layout(payloads, args)  # validates every payload before anything is enqueued
+        self._topics_ok.add(topic)
+        n = len(payloads)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if part == _UA:
+            args.partition_cnt, args.balancer = self._balancers.choose(
+                self._client, topic, args.keys != ffi.NULL, timeout)
+        state = self._ledger.new_send(payloads, topic, None if part == _UA else part, on_delivery, buffers)
+        args.rk = self._rk
+        args.partition = part
+        args.no_copy = 1  # state.buffers outlives every message of the send
+        with self._cond:
+            if self._closing:
+                raise ClosedError("Producer is stopped: send() after stop() is not allowed")
+            args.rkt = self._client.topic(topic)
+            send_id = self._ledger.register(state)
+            self._active += 1
+        args.opaque_base = send_id << 32
+        try:
+            enqueued = self._enqueue(send_id, state, args, deadline) if n else 0
+        finally:
+            with self._cond:
+                self._active -= 1
+                if self._closing:
+                    self._cond.notify_all()
+        if n == 0:  # nothing to wait for: its on_delivery(0, []) is due now
+            self._ledger.settle_unsent(send_id, state, [], [])
+            self._client.wake()
+        return SendResult(enqueued, self._ledger.outstanding)
+
+    def _check_send(self, topic: Any, partition: Any, payloads: Any, timeout: Any,
+                    on_delivery: Any) -> int:
+        """send()'s arguments, all checked before anything is laid out; returns the C partition."""
+        if topic not in self._topics_ok:
+            check_topic_name(topic)
+        if partition is None:
+            part = _UA
+        elif isinstance(partition, int) and not isinstance(partition, bool):
+            if partition < 0:
+                raise ValueError(f"partition must be >= 0 or None, got {partition}")
+            if partition > 0x7FFFFFFF:
+                raise ValueError(f"partition must be <= 2147483647 (int32), got {partition}")
+            part = partition
+        else:
+            raise TypeError(f"partition must be an int or None, got {type(partition).__name__}")
+        if not isinstance(payloads, (list, tuple)):
+            raise TypeError(f"payloads must be a list, got {type(payloads).__name__}")
+        if timeout is not None:
+            check_timeout(timeout)
+        if on_delivery is not None:
+            check_callable(on_delivery, "on_delivery")
+        return part
+
+    def _enqueue(self, send_id: int, state: SendState, args: Any, deadline: float | None) -> int:
+        """The C call: enqueue what ``args`` lays out; returns how many librdkafka took.
+
+        What it refuses becomes failures of the send. Under ``on_queue_full="block"`` the
+        messages refused for lack of room are retried, in call order, once delivery reports
+        free room (until ``deadline``); under ``"raise"`` they raise ``QueueFullError``.
+        """
+        total = args.n
+        # call_index[p]: the position in the call of this attempt's p-th message
+        call_index: Sequence[int] = range(total)
+        enqueued = 0
+        queue_full: list[int] = []  # call positions refused for lack of room, until taken
+        refused: list[tuple[int, int]] = []  # (call position, error code) refused for another reason
+        try:
+            while True:
+                gen = self._ledger.dr_gen
+                errs = ffi.new("int32_t[]", args.n)
+                args.errs = errs
+                got = lib.rdk_produce_batch(args)
+                enqueued += got
+                if got == args.n:
+                    return enqueued
+                self._ledger.adjust_outstanding(got - args.n)  # only what librdkafka took is outstanding
+                codes = ffi.unpack(errs, args.n)
+                failed = list(compress(range(args.n), codes))
+                queue_full = [call_index[p] for p in failed if codes[p] == ERR_QUEUE_FULL]
+                refused += [(call_index[p], codes[p]) for p in failed if codes[p] != ERR_QUEUE_FULL]
+                if not (queue_full and self.on_queue_full == "block"
+                        and self._wait_for_room(gen, len(queue_full), deadline)):
+                    break
+                call_index = array("i", queue_full)  # the retry enqueues exactly these, in order
+                queue_full = []
+                restrict(args, call_index, total, state.buffers)
+                self._ledger.adjust_outstanding(args.n)
+        finally:  # also when the wait is interrupted: every message is accounted for
+            if queue_full or refused:
+                self._ledger.settle_unsent(send_id, state, queue_full, refused)
+                self._client.wake()
+        if queue_full and self.on_queue_full == "raise":
+            raise QueueFullError(
+                f"send to {state.topic!r}: the producer queue is full (queue_buffering_max_messages); "
+                f"enqueued {enqueued} of {total}", enqueued, queue_full)
+        return enqueued
+
+    def _wait_for_room(self, gen: int, want: int, deadline: float | None) -> bool:
+        """Block until delivery reports free room for ``want`` messages (or some room)."""
+        limit = self._max_messages
+        need = min(want, max(1, limit // 4)) if limit > 0 else 1
+        ledger = self._ledger
+        with self._cond:
+            while not self._closing:
+                if ledger.dr_gen != gen:
+                    if limit <= 0 or limit - ledger.outstanding >= need:
+                        return True
+                    gen = ledger.dr_gen
+                wait = 1.0
+                if deadline is not None:
+                    wait = min(wait, deadline - time.monotonic())
+                    if wait <= 0:
+                        return False
+                self._cond.wait(wait)
+        return False
+
+    # -- event thread (handlers of the Client) ---------------------------------
+    def _on_deliveries(self, d: Any) -> None:
+        self._ledger.on_deliveries(d)
+
+    def _on_poll(self) -> None:
+        self._balancers.run_lookups(self._client)
+        self._ledger.serve_pending()
+
+    def _on_stats(self, stats: dict) -> None:
+        if self._stats_cb is not None:
+            self._stats_cb(StatsInfo(self._ledger.queue_length, stats, self._ledger.dropped))
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal:
+            self._fatal = error
+            log.error("rdk.Producer: fatal librdkafka error: %s", error)
+        else:
+            log.warning("rdk.Producer: librdkafka error: %s", error)
+
+    # -- draining and lifetime -------------------------------------------------
+    @property
+    def send_queue_length(self) -> int:
+        """Messages enqueued and not yet delivered nor failed."""
+        self._check_open()
+        return self._ledger.queue_length
+
+    def flush(self, timeout: float = 15.0) -> int:
+        """Wait up to ``timeout`` seconds for every enqueued message to settle.
+
+        Returns how many are still undelivered (0: all settled; their callbacks ran).
+        """
+        self._check_open()
+        check_timeout(timeout)
+        self._not_on_event_thread("flush")
+        return self._drain(time.monotonic() + timeout)
+
+    def _drain(self, deadline: float) -> int:
+        settled = self._ledger.settled
+        while True:
+            with self._cond:
+                if settled():
+                    return 0
+            left = deadline - time.monotonic()
+            if left <= 0:
+                with self._cond:
+                    return self._ledger.queue_length
+            # linger is immediate while rd_kafka_flush runs; it returns once librdkafka
+            # has handed every report to our event thread
+            lib.rd_kafka_flush(self._rk, max(1, int(left * 1000)))
+            with self._cond:
+                self._cond.wait_for(settled, max(0.0, min(0.2, deadline - time.monotonic())))
+
+    def partition_count(self, topic: str, timeout: float = 10.0) -> int:
+        """Number of partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist."""
+        self._check_open()
+        check_topic_name(topic)
+        check_timeout(timeout)
+        return self._client.partition_count(topic, timeout)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """Flush for up to ``timeout`` seconds, then close. Returns how many messages were
+        left undelivered (0: all delivered).
+
+        Never waits past ``timeout``: what is still queued shortly before the deadline is
+        purged, so every message is reported (failed) rather than silently lost.
+        Idempotent; any later use raises ``rdk.ClosedError``.
+        """
+        check_timeout(timeout)
+        with self._cond:
+            if self._closing:
+                return 0
+            self._not_on_event_thread("stop")
+            self._closing = True
+            self._cond.notify_all()
+        self._balancers.close()
+        start = time.monotonic()
+        deadline = start + timeout
+        purge_at = deadline - min(1.0, timeout * 0.25)  # time left to report what is purged
+        close_at = deadline - min(0.1, timeout * 0.05)  # time left to free the handle
+        with self._cond:  # blocked sends see _closing and return
+            self._cond.wait_for(lambda: self._active == 0, max(0.0, purge_at - start))
+        left = self._drain(purge_at)
+        if left:
+            lib.rd_kafka_purge(self._rk, _PURGE_ALL)
+            self._drain(close_at)
+        self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
+        return left
+
+    def close(self) -> None:
+        """Same as ``stop()`` (drains for up to 15 s, then closes)."""
+        self.stop()
+
+    def _check_open(self) -> None:
+        if self._closing:
+            raise ClosedError("Producer is stopped: it cannot be used after stop()")
+
+    def _not_on_event_thread(self, what: str) -> None:
+        if self._client.on_event_thread():
+            raise RuntimeError(f"Producer.{what}() cannot be called from a producer callback: "
+                               "callbacks run on the thread that serves delivery reports")
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._closing else "open"
+        return f"<rdk.Producer {state} balancer={self.balancer!r} on_queue_full={self.on_queue_full!r}>"
+

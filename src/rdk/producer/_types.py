@@ -1,0 +1,58 @@
+"""The plain values the Producer hands to its caller: send()'s result and callback arguments."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class SendResult(NamedTuple):
+    """What ``send()`` returns (kafka-native's result fields)."""
+
+    enqueued: int
+    """How many of the call's messages were enqueued."""
+    send_queue_length: int
+    """Messages of this producer awaiting delivery right after the call."""
+
+
+class Delivery(NamedTuple):
+    """Accounting of one send() once every message is settled (what rdk.aio's send returns)."""
+
+    delivered: int
+    failures: list
+    """``[(rdk.Message, KafkaError)]``: every message of the call that was not delivered."""
+
+
+class DeliveryReportInfo:
+    """Argument of ``delivery_report_callback``: failures since the last report.
+
+    ``errors`` is ``[(rdk.Message, KafkaError)]``; ``rdkafka_errinfo`` summarises them as
+    ``[{"errcode", "errname", "errstr", "count"}]``, one entry per error code.
+    """
+
+    __slots__ = ("errors", "rdkafka_errinfo")
+
+    def __init__(self, errors: list, rdkafka_errinfo: list[dict]) -> None:
+        self.errors = errors
+        self.rdkafka_errinfo = rdkafka_errinfo
+
+    def __repr__(self) -> str:
+        return f"DeliveryReportInfo(errors={len(self.errors)}, rdkafka_errinfo={self.rdkafka_errinfo!r})"
+
+
+class StatsInfo:
+    """Argument of ``stats_callback``, every ``statistics_interval_ms``.
+
+    ``send_queue_length``: messages enqueued and not yet delivered nor failed;
+    ``rdkafka_stats``: librdkafka's statistics, parsed; ``dropped``: messages
+    ``on_queue_full`` has refused since the producer started.
+    """
+
+    __slots__ = ("dropped", "rdkafka_stats", "send_queue_length")
+
+    def __init__(self, send_queue_length: int, rdkafka_stats: dict, dropped: int) -> None:
+        self.send_queue_length = send_queue_length
+        self.rdkafka_stats = rdkafka_stats
+        self.dropped = dropped
+
+    def __repr__(self) -> str:
+        return f"StatsInfo(send_queue_length={self.send_queue_length}, dropped={self.dropped})"
