@@ -1,0 +1,287 @@
+"""``rdk consume``: write a topic's messages to stdout, recording offsets in a directory.
+
+Each worker slot runs one rdk.Consumer, read through its ``batches()`` iterator by a writer
+thread: a batch written whole is committed at once (``batch.commit()``). With ``--count N``
+the writer takes from a batch only what the count still allows. When that is part of a
+batch, the batch is not committed and no further batch is asked for (asking would commit
+it), so stopping the consumer records nothing of it; the offsets of its written part are
+then stored through rdk.offsets. Exactly the N messages written are recorded.
+
+``--workers N`` runs the slots in N processes (rdk.workers) that share the count and
+take turns writing to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from ._formats import encode_messages
+from ._ui import ProgressDisplay, UsageError, eprint, use_rich
+
+if TYPE_CHECKING:
+    from ..consumer import Batch
+
+log = logging.getLogger("rdk.cli")
+
+_BATCH_WAIT = 0.2       # the writer waits this long for a batch before looking at `done` again
+_REFRESH = 0.2          # progress refresh period of the main loop
+
+
+class _Tally:
+    """Messages written and the --count budget, shared by every writer (processes too).
+
+    The lock also serialises writes to stdout, so workers never interleave output.
+    """
+
+    def __init__(self, limit: int | None, ctx: Any = None) -> None:
+        self.limit = limit
+        if ctx is not None:  # a multiprocessing context: the count lives in shared memory
+            self._value: Any = ctx.Value("q", 0)
+            self.lock = self._value.get_lock()
+        else:
+            self._value = SimpleNamespace(value=0)
+            self.lock = threading.Lock()
+
+    @property
+    def written(self) -> int:
+        return int(self._value.value)
+
+    def take(self, n: int) -> int:
+        """Reserve up to n of the budget (call with ``lock`` held); returns how many.
+
+        A negative n gives back what was reserved but could not be written.
+        """
+        if n < 0:
+            self._value.value += n
+            return n
+        k = n if self.limit is None else max(0, min(n, self.limit - self._value.value))
+        self._value.value += k
+        return k
+
+    @property
+    def exhausted(self) -> bool:
+        return self.limit is not None and self._value.value >= self.limit
+
+
+class ConsumeJob:
+    """What ``rdk consume`` runs in each process: builds the writer of one worker slot.
+
+    Picklable, so it is the ``consumer_factory`` of ``rdk.workers`` with ``--workers N``.
+    """
+
+    def __init__(self, args: argparse.Namespace, tally: _Tally) -> None:
+        self.brokers, self.topic, self.offset_dir = args.brokers, args.topic, args.offset_dir
+        self.format, self.start = args.format, args.start
+        self.tally = tally
+
+    def __call__(self, worker_slot: int = 0, num_workers: int = 1) -> _SlotWriter:
+        return _SlotWriter(self, worker_slot, num_workers)
+
+
+class _SlotWriter:
+    """One worker slot's consumer and the thread that writes its batches to stdout.
+
+    ``start()``/``stop(timeout)``/``error``: what rdk.workers expects of a consumer.
+    """
+
+    def __init__(self, job: ConsumeJob, worker_slot: int, num_workers: int) -> None:
+        from ..consumer import Consumer
+
+        self.job = job
+        self.done = threading.Event()
+        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir,
+                                 worker_slot=worker_slot, num_workers=num_workers,
+                                 start_offset=job.start, logger=log, statistics_interval_ms=0)
+        self._written_part: dict[int, int] = {}  # partition -> last offset written, of a cut batch
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def error(self) -> BaseException | None:
+        """What ended the writing early (the consumer's KafkaError, usually), if anything."""
+        return self._error if self._error is not None else self.consumer.error
+
+    def start(self) -> list[int]:
+        """Start the consumer (errors raise here) and the writer thread; the owned partitions."""
+        self.consumer.batches()  # starts the consumer: partition locks, stored offsets, fetching
+        self._thread = threading.Thread(target=self._write_loop, daemon=True,
+                                        name=f"rdk-cli-write-{self.job.topic}")
+        self._thread.start()
+        return list(self.consumer.partitions)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop writing, stop the consumer (it stores the committed batches' offsets), then
+        store the offsets of the part written of a batch cut by --count."""
+        deadline = time.monotonic() + timeout
+        self.done.set()
+        if self._thread is not None:
+            self._thread.join(timeout * 0.8)  # keep time for the consumer's offset writes
+            if self._thread.is_alive():
+                log.warning("rdk consume: stdout did not take the last batch within "
+                            "stop(timeout=%s); its offsets are not recorded", timeout)
+        self.consumer.stop(max(deadline - time.monotonic(), timeout * 0.2))
+        self._record_written_part()
+
+    def _write_loop(self) -> None:
+        from ..errors import KafkaError
+
+        try:
+            while not self.done.is_set():
+                # a new iterator after each quiet period, so that `done` is seen
+                for batch in self.consumer.batches(timeout=_BATCH_WAIT):
+                    # never ask for another batch after a cut one: asking commits it
+                    if not self._write(batch) or self.done.is_set():
+                        return
+        except KafkaError as e:  # what stopped the consumer (batches() raises it)
+            self._error = e
+        except Exception as e:  # a bug: reported, and the run fails (exit code 1)
+            log.exception("rdk consume: writing batches failed")
+            self._error = e
+        finally:
+            self.done.set()
+
+    def _write(self, batch: Batch) -> bool:
+        """Write what the count still allows of ``batch``; False when writing is over."""
+        messages = batch.messages
+        tally = self.job.tally
+        with tally.lock:
+            k = 0 if self.done.is_set() else tally.take(len(messages))
+            if k:
+                try:
+                    sys.stdout.buffer.write(encode_messages(
+                        messages if k == len(messages) else messages[:k], self.job.format))
+                    sys.stdout.buffer.flush()
+                except (BrokenPipeError, ValueError):  # the reader is gone: stop
+                    tally.take(-k)  # not written after all
+                    self._end_pool()
+                    return False
+            exhausted = tally.exhausted
+        if k < len(messages):
+            self._note_written_part(messages[:k])
+            self._end_pool()
+            return False
+        batch.commit()
+        if exhausted:
+            self._end_pool()
+        return not exhausted
+
+    def _note_written_part(self, messages: Sequence[Any]) -> None:
+        for m in messages:
+            self._written_part[m.partition] = max(self._written_part.get(m.partition, -1), m.offset)
+
+    def _end_pool(self) -> None:
+        """Writing is over (not asked by stop()): in a worker process, stop every worker."""
+        from .. import workers
+
+        if not self.done.is_set() and workers.current_slot() is not None:
+            workers.request_stop()
+
+    def _record_written_part(self) -> None:
+        """Store the offsets of a cut batch's written part (the consumer released its locks)."""
+        if not self._written_part:
+            return
+        from ..offsets import lock_partitions, offset_file_path, read_offset_file, write_offset_files
+
+        d, topic, part = self.job.offset_dir, self.job.topic, self._written_part
+        with lock_partitions(d, topic, part):
+            stored = {p: read_offset_file(offset_file_path(d, topic, p)) for p in part}
+            newer = {p: o for p, o in part.items() if (s := stored[p]) is None or s < o}
+            write_offset_files(d, topic, newer)
+        self._written_part = {}
+
+
+@contextlib.contextmanager
+def _stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM call ``request_stop`` instead of interrupting."""
+    previous = {sig: signal.signal(sig, lambda *_: request_stop())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
+    """(worker_slot, num_workers) of a single-process run; UsageError for bad combinations."""
+    if args.workers is not None and (args.slot is not None or args.of is not None):
+        raise UsageError("--workers N and --slot I --of N exclude each other")
+    if (args.slot is None) != (args.of is None):
+        raise UsageError("--slot I and --of N go together")
+    if args.slot is not None and args.slot >= args.of:
+        raise UsageError(f"--slot must be in 0..{args.of - 1} for --of {args.of}, got {args.slot}")
+    return (args.slot or 0, args.of or 1)
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    """Write messages until interrupted or --count is reached; 1 if the consumer failed."""
+    slot, of = _check_consume_args(args)
+    started = time.monotonic()
+    progress_on = use_rich(sys.stderr, args.progress)
+    if args.workers is not None:
+        return _consume_workers(args, progress_on, started)
+    tally = _Tally(args.count)
+    writer = ConsumeJob(args, tally)(slot, of)
+    stop = threading.Event()
+    with _stop_on_signals(stop.set):
+        partitions = writer.start()
+        try:
+            with ProgressDisplay(progress_on, f"consume {args.topic}", total=args.count) as progress:
+                while not (stop.is_set() or writer.done.is_set()):
+                    stop.wait(_REFRESH)  # a progress refresh period; the loop ends on events
+                    progress.update(tally.written, tally.written)
+                progress.update(tally.written, tally.written)
+        finally:
+            writer.stop()
+    _summary(tally.written, f"partitions {partitions}", started)
+    if writer.error is not None:
+        eprint(f"rdk consume: error: {writer.error}")
+        return 1
+    return 0
+
+
+def _precheck_topic(args: argparse.Namespace, num_workers: int) -> int:
+    from ..admin import Admin
+
+    with Admin(args.brokers) as admin:
+        count = admin.partition_count(args.topic)
+    if count < num_workers:
+        raise UsageError(f"topic {args.topic!r} has {count} partition(s), fewer than the "
+                         f"{num_workers} worker slots")
+    return count
+
+
+def _consume_workers(args: argparse.Namespace, progress_on: bool, started: float) -> int:
+    import multiprocessing
+
+    from ..workers import WorkerPool
+
+    _precheck_topic(args, args.workers)
+    tally = _Tally(args.count, multiprocessing.get_context("spawn"))
+    pool = WorkerPool(args.workers, ConsumeJob(args, tally))
+    with pool.stop_on_signals():
+        pool.start()
+        with ProgressDisplay(progress_on, f"consume {args.topic}", total=args.count) as progress:
+            while not pool.wait(_REFRESH):  # a progress refresh period; the loop ends on an event
+                progress.update(tally.written, tally.written)
+            progress.update(tally.written, tally.written)
+    _summary(tally.written, f"{args.workers} workers", started)
+    if pool.error is not None:
+        eprint(f"rdk consume: error: {pool.error}")
+        return 1
+    return 0
+
+
+def _summary(written: int, where: str, started: float) -> None:
+    elapsed = max(time.monotonic() - started, 1e-9)
+    eprint(f"consumed {written} messages ({where}) in {elapsed:.2f} s, "
+           f"{written / elapsed:,.0f} msgs/s")
