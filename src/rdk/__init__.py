@@ -6,6 +6,8 @@ stats), an Admin, embedded brokers for tests, and a PySpark data source.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._binding import features, librdkafka_version
 from .admin import Admin
 from .consumer import Batch, Consumer
@@ -29,29 +31,29 @@ __all__ = [
     "Admin",
     "Batch",
     "BrokerOffsetStore",
+    "ClosedError",
+    "ConfigError",
     "Consumer",
     "ConsumerStats",
     "FileOffsetStore",
-    "OffsetStore",
-    "PartitionStats",
-    "ClosedError",
-    "ConfigError",
     "KafkaError",
     "LockedError",
     "Message",
-    "Producer",
-    "SendResult",
-    "aio",
     "OffsetFileError",
+    "OffsetStore",
+    "PartitionStats",
+    "Producer",
     "QueueFullError",
     "RdkError",
+    "SendResult",
+    "__version__",
+    "aio",
     "features",
     "librdkafka_version",
-    "__version__",
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "aio":  # rdk.aio imports asyncio: load it on first use only
         import importlib
 

@@ -20,7 +20,7 @@ from typing import Any
 from ._rdkafka import ffi, lib
 from .errors import ClosedError, ConfigError, KafkaError, install_error_table
 
-__all__ = ["ffi", "lib", "check", "Client", "librdkafka_version", "features"]
+__all__ = ["Client", "check", "features", "ffi", "lib", "librdkafka_version"]
 
 MIN_VERSION = 0x020A0000  # 2.10.0
 
@@ -162,25 +162,27 @@ def _set_all(
             raise ConfigError(f"{what}: {message}")
 
 
-def new_conf(props: Mapping[str, Any], what: str = "driver_options") -> Any:
-    """A new rd_kafka_conf_t holding ``props`` (caller owns it; rd_kafka_new consumes it)."""
-    conf = lib.rd_kafka_conf_new()
+def _filled(conf: Any, setter: Callable[..., int], destroy: Callable[[Any], None],
+            props: Mapping[str, Any], what: str) -> Any:
+    """``conf`` with every property of ``props`` set; destroyed if librdkafka refuses one."""
     try:
-        _set_all(lib.rd_kafka_conf_set, conf, props, what)
+        _set_all(setter, conf, props, what)
     except BaseException:
-        lib.rd_kafka_conf_destroy(conf)
+        destroy(conf)
         raise
     return conf
+
+
+def new_conf(props: Mapping[str, Any], what: str = "driver_options") -> Any:
+    """A new rd_kafka_conf_t holding ``props`` (caller owns it; rd_kafka_new consumes it)."""
+    return _filled(lib.rd_kafka_conf_new(), lib.rd_kafka_conf_set, lib.rd_kafka_conf_destroy,
+                   props, what)
 
 
 def new_topic_conf(props: Mapping[str, Any], what: str = "topic_options") -> Any:
-    conf = lib.rd_kafka_topic_conf_new()
-    try:
-        _set_all(lib.rd_kafka_topic_conf_set, conf, props, what)
-    except BaseException:
-        lib.rd_kafka_topic_conf_destroy(conf)
-        raise
-    return conf
+    """A new rd_kafka_topic_conf_t holding ``props`` (caller owns it)."""
+    return _filled(lib.rd_kafka_topic_conf_new(), lib.rd_kafka_topic_conf_set,
+                   lib.rd_kafka_topic_conf_destroy, props, what)
 
 
 def validate_topic_options(props: Mapping[str, Any]) -> None:
@@ -197,7 +199,7 @@ def validate_options(props: Mapping[str, Any], what: str = "driver_options") -> 
 
 
 class PartitionMetadata:
-    __slots__ = ("id", "leader", "replicas", "isrs", "error")
+    __slots__ = ("error", "id", "isrs", "leader", "replicas")
 
     def __init__(self, id: int, leader: int, replicas: list[int], isrs: list[int],
                  error: KafkaError | None) -> None:
@@ -209,7 +211,7 @@ class PartitionMetadata:
 
 
 class TopicMetadata:
-    __slots__ = ("name", "partitions", "error")
+    __slots__ = ("error", "name", "partitions")
 
     def __init__(self, name: str, partitions: list[PartitionMetadata], error: KafkaError | None):
         self.name, self.partitions, self.error = name, partitions, error
@@ -222,7 +224,8 @@ class TopicMetadata:
 
 _SYSLOG_TO_LOGGING = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
 
-EVENTS_ALL = lib.RD_KAFKA_EVENT_DR | lib.RD_KAFKA_EVENT_STATS | lib.RD_KAFKA_EVENT_ERROR | lib.RD_KAFKA_EVENT_LOG
+EVENTS_ALL = (lib.RD_KAFKA_EVENT_DR | lib.RD_KAFKA_EVENT_STATS | lib.RD_KAFKA_EVENT_ERROR
+              | lib.RD_KAFKA_EVENT_LOG)
 
 
 def _destroy(state: dict) -> None:

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
-from . import _binding
+from . import _binding, _partitions
 from ._binding import ERROR_CODES, PartitionMetadata, TopicMetadata, check, ffi, lib
 from .errors import KafkaError
-from . import _partitions
-from .validate import check_broker, check_int, check_timeout, check_topic_name
+from .validate import check_broker, check_int, check_options, check_timeout, check_topic_name
 
-__all__ = ["Admin", "TopicMetadata", "PartitionMetadata"]
+__all__ = ["Admin", "PartitionMetadata", "TopicMetadata"]
+
+
+class _TopicOp(NamedTuple):
+    """One of librdkafka's topic admin requests and how to read its result."""
+
+    array_type: str  # cdata type of the request objects' array
+    request: Callable[..., None]  # rd_kafka_CreateTopics / rd_kafka_DeleteTopics
+    result: Callable[[Any], Any]  # event -> *_result_t
+    topics: Callable[[Any, Any], Any]  # (*_result_t, size_t *) -> rd_kafka_topic_result_t **
+
+
+_CREATE = _TopicOp("rd_kafka_NewTopic_t *[]", lib.rd_kafka_CreateTopics,
+                   lib.rd_kafka_event_CreateTopics_result, lib.rd_kafka_CreateTopics_result_topics)
+_DELETE = _TopicOp("rd_kafka_DeleteTopic_t *[]", lib.rd_kafka_DeleteTopics,
+                   lib.rd_kafka_event_DeleteTopics_result, lib.rd_kafka_DeleteTopics_result_topics)
 
 
 class Admin:
@@ -24,7 +38,7 @@ class Admin:
         check_broker(broker)
         # a metadata lookup must not create the topic it asks about
         self._props = {"bootstrap.servers": broker, "allow.auto.create.topics": False,
-                       **dict(driver_options or {})}
+                       **check_options(driver_options, "driver_options")}
         self._client = _binding.Client("producer", self._props)
         self._fetch_client: _binding.Client | None = None
 
@@ -51,22 +65,15 @@ class Admin:
                 if nt == ffi.NULL:
                     raise ValueError(f"topic {name!r}: {ffi.string(errstr).decode()}")
                 new_topics.append(nt)
-                for key, value in (config or {}).items():
+                for key, value in config.items():
                     check(lib.rd_kafka_NewTopic_set_config(
                         nt, str(key).encode(), _binding.conf_value(key, value).encode()),
                         f"topic {name!r} config {key!r}")
-            array = ffi.new("rd_kafka_NewTopic_t *[]", new_topics)
-            results = self._run_admin(
-                lambda opts, q: lib.rd_kafka_CreateTopics(self._rk, array, len(new_topics), opts, q),
-                lib.RD_KAFKA_EVENT_CREATETOPICS_RESULT,
-                timeout,
-            )
+            ok = {ERROR_CODES["TOPIC_ALREADY_EXISTS"]} if exist_ok else set()
+            self._topic_request(_CREATE, new_topics, ok, timeout)
         finally:
             for nt in new_topics:
                 lib.rd_kafka_NewTopic_destroy(nt)
-        self._raise_topic_errors(results, lib.rd_kafka_event_CreateTopics_result,
-                                 lib.rd_kafka_CreateTopics_result_topics,
-                                 ok={ERROR_CODES["TOPIC_ALREADY_EXISTS"]} if exist_ok else set())
 
     def delete_topics(self, names: Iterable[str], *, timeout: float = 30.0) -> None:
         """Delete topics; KafkaError names the first that failed."""
@@ -76,17 +83,10 @@ class Admin:
             check_topic_name(n)
         dels = [lib.rd_kafka_DeleteTopic_new(n.encode()) for n in names]
         try:
-            array = ffi.new("rd_kafka_DeleteTopic_t *[]", dels)
-            results = self._run_admin(
-                lambda opts, q: lib.rd_kafka_DeleteTopics(self._rk, array, len(dels), opts, q),
-                lib.RD_KAFKA_EVENT_DELETETOPICS_RESULT,
-                timeout,
-            )
+            self._topic_request(_DELETE, dels, set(), timeout)
         finally:
             for d in dels:
                 lib.rd_kafka_DeleteTopic_destroy(d)
-        self._raise_topic_errors(results, lib.rd_kafka_event_DeleteTopics_result,
-                                 lib.rd_kafka_DeleteTopics_result_topics, ok=set())
 
     def list_topics(self, timeout: float = 10.0) -> list[TopicMetadata]:
         """Every topic with its partitions' leader, replicas and ISR."""
@@ -135,23 +135,18 @@ class Admin:
         """For each partition, the earliest offset whose timestamp is >= the given ms (-1: none)."""
         check_topic_name(topic)
         check_timeout(timeout)
-        parts = lib.rd_kafka_topic_partition_list_new(len(timestamps))
-        try:
-            for p, ms in timestamps.items():
-                if not isinstance(p, int) or not isinstance(ms, int):
-                    raise TypeError(f"offsets_for_times: partition and timestamp must be int, got {p!r}: {ms!r}")
-                lib.rd_kafka_topic_partition_list_add(parts, topic.encode(), p).offset = ms
-            check(lib.rd_kafka_offsets_for_times(self._rk, parts, int(timeout * 1000)),
-                  f"offsets_for_times on {topic!r}")
-            out = {}
-            for i in range(parts.cnt):
-                el = parts.elems[i]
-                if el.err:
-                    raise KafkaError(el.err, context=f"offsets_for_times {topic}[{el.partition}]")
-                out[int(el.partition)] = int(el.offset)
-            return out
-        finally:
-            lib.rd_kafka_topic_partition_list_destroy(parts)
+        if not isinstance(timestamps, Mapping):
+            raise TypeError("offsets_for_times: timestamps must be a dict of partition to ms, "
+                            f"got {type(timestamps).__name__}")
+        for p, ms in timestamps.items():
+            if not isinstance(p, int) or not isinstance(ms, int):
+                raise TypeError("offsets_for_times: partition and timestamp must be int, "
+                                f"got {p!r}: {ms!r}")
+        tpl = _partitions.partition_list((topic, p, ms) for p, ms in timestamps.items())
+        check(lib.rd_kafka_offsets_for_times(self._rk, tpl, int(timeout * 1000)),
+              f"offsets_for_times on {topic!r}")
+        found = _partitions.partition_list_offsets(tpl, "offsets_for_times")
+        return {p: offset for (_, p), offset in found.items()}
 
     # -- plumbing ----------------------------------------------------------------
     @property
@@ -159,7 +154,33 @@ class Admin:
         self._client.ensure_open()
         return self._client.rk
 
-    def _run_admin(self, call, event_type: int, timeout: float):
+    def _topic_request(self, op: _TopicOp, objects: list, ok: set[int], timeout: float) -> None:
+        """Send one CreateTopics / DeleteTopics request for ``objects`` (the caller frees
+        them) and raise KafkaError for the first topic whose error is not in ``ok``."""
+        array = ffi.new(op.array_type, objects)
+        ev = self._run_admin(lambda opts, q: op.request(self._rk, array, len(objects), opts, q),
+                             timeout)
+        try:
+            err = lib.rd_kafka_event_error(ev)
+            if err:
+                text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
+                raise KafkaError(err, text)
+            cnt = ffi.new("size_t *")
+            topics = op.topics(op.result(ev), cnt)
+            for i in range(cnt[0]):
+                t = topics[i]
+                terr = lib.rd_kafka_topic_result_error(t)
+                if terr and terr not in ok:
+                    name = ffi.string(lib.rd_kafka_topic_result_name(t)).decode()
+                    msg = lib.rd_kafka_topic_result_error_string(t)
+                    text = ffi.string(msg).decode(errors="replace") if msg != ffi.NULL else None
+                    raise KafkaError(terr, text, context=f"topic {name!r}")
+        finally:
+            lib.rd_kafka_event_destroy(ev)
+
+    def _run_admin(self, call: Callable[[Any, Any], None], timeout: float) -> Any:
+        """Make an admin request with ``call(options, queue)``; its result event (the caller
+        destroys it), or KafkaError _TIMED_OUT."""
         q = lib.rd_kafka_queue_new(self._rk)
         opts = lib.rd_kafka_AdminOptions_new(self._rk, lib.RD_KAFKA_ADMIN_OP_ANY)
         try:
@@ -175,27 +196,6 @@ class Admin:
             lib.rd_kafka_AdminOptions_destroy(opts)
             lib.rd_kafka_queue_destroy(q)
 
-    @staticmethod
-    def _raise_topic_errors(ev, get_result, get_topics, ok: set[int]) -> None:
-        try:
-            err = lib.rd_kafka_event_error(ev)
-            if err:
-                text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
-                raise KafkaError(err, text)
-            res = get_result(ev)
-            cnt = ffi.new("size_t *")
-            topics = get_topics(res, cnt)
-            for i in range(cnt[0]):
-                t = topics[i]
-                terr = lib.rd_kafka_topic_result_error(t)
-                if terr and terr not in ok:
-                    name = ffi.string(lib.rd_kafka_topic_result_name(t)).decode()
-                    msg = lib.rd_kafka_topic_result_error_string(t)
-                    text = ffi.string(msg).decode(errors="replace") if msg != ffi.NULL else None
-                    raise KafkaError(terr, text, context=f"topic {name!r}")
-        finally:
-            lib.rd_kafka_event_destroy(ev)
-
     def close(self) -> None:
         """Free the handles. Idempotent."""
         if self._fetch_client is not None:
@@ -209,22 +209,26 @@ class Admin:
         self.close()
 
 
-def _topic_specs(topics) -> list[tuple[str, int, int, dict]]:
+def _topic_specs(topics: Mapping[str, int] | Iterable[tuple]) -> list[tuple[str, int, int, dict]]:
+    """(name, partitions, replication, config) of each topic to create, checked (-1: the
+    broker's default)."""
+    items: list[tuple[Any, Any, Any, Any]]
     if isinstance(topics, Mapping):
         items = [(name, parts, -1, {}) for name, parts in topics.items()]
     else:
         items = []
         for spec in topics:
             if not isinstance(spec, (tuple, list)) or not 1 <= len(spec) <= 4:
-                raise TypeError(f"create_topics: expected (name, partitions, replication, config), got {spec!r}")
-            spec = tuple(spec) + (None,) * (4 - len(spec))
-            name, parts, repl, config = spec
-            items.append((name, parts if parts is not None else -1,
-                          repl if repl is not None else -1, dict(config or {})))
-    for name, parts, repl, _ in items:
+                raise TypeError("create_topics: expected (name, partitions, replication, config), "
+                                f"got {spec!r}")
+            name, parts, repl, config = tuple(spec) + (None,) * (4 - len(spec))
+            items.append((name, -1 if parts is None else parts, -1 if repl is None else repl, config))
+    out = []
+    for name, parts, repl, config in items:
         check_topic_name(name)
-        if not isinstance(parts, int) or isinstance(parts, bool) or (parts < 1 and parts != -1):
-            raise ValueError(f"topic {name!r}: partitions must be a positive int, got {parts!r}")
-        if not isinstance(repl, int) or isinstance(repl, bool) or (repl < 1 and repl != -1):
-            raise ValueError(f"topic {name!r}: replication must be a positive int, got {repl!r}")
-    return items
+        for what, n in (("partitions", parts), ("replication", repl)):
+            check_int(n, f"topic {name!r}: {what}")
+            if n < 1 and n != -1:
+                raise ValueError(f"topic {name!r}: {what} must be a positive int, got {n!r}")
+        out.append((name, parts, repl, check_options(config, f"topic {name!r}: config")))
+    return out

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+
 # Filled in by rdk._binding at import (it owns librdkafka's error table): code -> (name,
 # description, retriable). errors.py never imports the binding, so there is no cycle.
-_describe: Callable[[int], tuple[str, str, bool]] = lambda code: (f"ERR_{code}", "", False)
+def _unnamed(code: int) -> tuple[str, str, bool]:
+    return f"ERR_{code}", "", False
+
+
+_describe: Callable[[int], tuple[str, str, bool]] = _unnamed
 
 
 def install_error_table(describe: Callable[[int], tuple[str, str, bool]]) -> None:

@@ -17,6 +17,7 @@ Any object with ``read(partitions) -> {partition: last_processed}`` and
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import itertools
@@ -29,8 +30,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from .errors import KafkaError, LockedError, OffsetFileError
-from .validate import check_int, check_topic_name
+from . import _binding
+from ._binding import check, lib
+from ._partitions import partition_list, partition_list_offsets
+from .errors import LockedError, OffsetFileError
+from .validate import check_broker, check_int, check_options, check_timeout, check_topic_name
 
 __all__ = [
     "BrokerOffsetStore",
@@ -197,10 +201,8 @@ def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mappin
         raise OffsetFileError(f"cannot write offsets of topic {topic!r} in {directory}: {e}") from e
     finally:
         for tmp, _ in staged:  # only on failure: do not leave temp files behind
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def write_offset_file(directory: str | os.PathLike, topic: str, partition: int, offset: int) -> None:
@@ -386,73 +388,57 @@ class BrokerOffsetStore:
         driver_options: Mapping[str, Any] | None = None,
         timeout: float = 10.0,
     ) -> None:
-        if not isinstance(group_id, str) or not group_id:
-            raise ValueError(f"group_id must be a non-empty str, got {group_id!r}")
+        if not isinstance(group_id, str):
+            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
+        if not group_id:
+            raise ValueError("group_id must not be empty")
         self.group_id = group_id
-        self.timeout = float(timeout)
-        self._client: Any = None
+        self.timeout = check_timeout(timeout)
+        self._client: _binding.Client | None = None
         self.topic: str | None = None
         if broker is not None or topic is not None:
             if broker is None or topic is None:
                 raise TypeError("BrokerOffsetStore: give both broker and topic, or neither")
             self.bind(topic=topic, broker=broker, driver_options=driver_options)
+        else:
+            check_options(driver_options, "driver_options")
 
     def bind(self, *, topic: str, broker: str, driver_options: Mapping[str, Any] | None = None,
              logger: logging.Logger | None = None) -> None:
         """Connect to ``broker`` for ``topic`` (the Consumer calls this at start())."""
-        from . import _binding
-        from .validate import check_broker
-
         check_broker(broker)
         check_topic_name(topic)
+        options = check_options(driver_options, "driver_options")
         if self._client is not None:
             if topic != self.topic:
                 raise ValueError(f"this BrokerOffsetStore is bound to topic {self.topic!r}, not {topic!r}")
             return
-        props = {**dict(driver_options or {}), "bootstrap.servers": broker, "group.id": self.group_id,
+        props = {**options, "bootstrap.servers": broker, "group.id": self.group_id,
                  "enable.auto.commit": False, "enable.auto.offset.store": False}
         self._client = _binding.Client("consumer", props, logger=logger)
         self.topic = topic
 
-    def _partition_list(self, items: Iterable[tuple[int, int]]) -> Any:
-        from ._binding import ffi, lib
-
-        parts = list(items)
-        tpl = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(1, len(parts))),
-                     lib.rd_kafka_topic_partition_list_destroy)
-        for p, offset in parts:
-            elem = lib.rd_kafka_topic_partition_list_add(tpl, self.topic.encode(), p)
-            elem.offset = offset
-        return tpl
-
-    def _check_elems(self, tpl: Any, what: str) -> None:
-        for i in range(tpl.cnt):
-            e = tpl.elems[i]
-            if e.err:
-                raise KafkaError(e.err, context=f"{what} {self.topic}[{e.partition}] for group {self.group_id!r}")
+    def _bound(self) -> tuple[_binding.Client, str]:
+        if self._client is None or self.topic is None:
+            raise RuntimeError("BrokerOffsetStore is not bound to a broker and topic")
+        return self._client, self.topic
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
-        from ._binding import check, lib
-
-        if self._client is None:
-            raise RuntimeError("BrokerOffsetStore is not bound to a broker and topic")
-        tpl = self._partition_list((p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
-        check(lib.rd_kafka_committed(self._client.rk, tpl, int(self.timeout * 1000)),
-              f"committed offsets of group {self.group_id!r}")
-        self._check_elems(tpl, "committed offset of")
-        return {int(tpl.elems[i].partition): int(tpl.elems[i].offset) - 1
-                for i in range(tpl.cnt) if tpl.elems[i].offset >= 0}
+        client, topic = self._bound()
+        tpl = partition_list((topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
+        context = f"committed offsets of group {self.group_id!r}"
+        check(lib.rd_kafka_committed(client.rk, tpl, int(self.timeout * 1000)), context)
+        committed = partition_list_offsets(tpl, context)
+        return {p: offset - 1 for (_, p), offset in committed.items() if offset >= 0}
 
     def commit(self, offsets: Mapping[int, int]) -> None:
-        from ._binding import check, lib
-
-        if self._client is None:
-            raise RuntimeError("BrokerOffsetStore is not bound to a broker and topic")
+        client, topic = self._bound()
         if not offsets:
             return
-        tpl = self._partition_list((p, last + 1) for p, last in offsets.items())
-        check(lib.rd_kafka_commit(self._client.rk, tpl, 0), f"commit offsets for group {self.group_id!r}")
-        self._check_elems(tpl, "commit of")
+        tpl = partition_list((topic, p, last + 1) for p, last in offsets.items())
+        context = f"commit offsets for group {self.group_id!r}"
+        check(lib.rd_kafka_commit(client.rk, tpl, 0), context)
+        partition_list_offsets(tpl, context)
 
     def close(self) -> None:
         client, self._client = self._client, None
@@ -477,7 +463,7 @@ class OffsetCommitter:
 
     RETRY_SECONDS = 0.5
 
-    def __init__(self, store: Any, logger: logging.Logger, name: str = "rdk-offsets",
+    def __init__(self, store: Any, logger: logging.Logger | logging.LoggerAdapter, name: str = "rdk-offsets",
                  min_interval: float = 0.0) -> None:
         self.store = store
         self.logger = logger

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from .validate import check_int
 
-__all__ = ["check_slot", "owned_partitions"]
+__all__ = ["check_slot", "owned_partitions", "owns"]
+
+
+def owns(partition: int, num_workers: int, worker_slot: int) -> bool:
+    """True when worker ``worker_slot`` of ``num_workers`` owns ``partition`` (the rule itself).
+
+    Not checked: callers validate the pair once with :func:`check_slot`.
+    """
+    return partition % num_workers == worker_slot
 
 
 def check_slot(num_workers: int, worker_slot: int) -> tuple[int, int]:
@@ -40,4 +48,4 @@ def owned_partitions(partition_count: int, num_workers: int = 1, worker_slot: in
             f"{what} has {partition_count} partition(s), fewer than num_workers={num_workers}; "
             "every worker slot must own at least one partition"
         )
-    return list(range(worker_slot, partition_count, num_workers))
+    return [p for p in range(partition_count) if owns(p, num_workers, worker_slot)]

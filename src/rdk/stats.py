@@ -138,10 +138,8 @@ def _split(total: int, weights: Mapping[int, int]) -> dict[int, int]:
     """``total`` split in proportion to ``weights`` (evenly if they are all 0), summing exactly."""
     keys = list(weights)
     w = sum(weights.values())
-    if w == 0:
-        shares = {k: total // len(keys) for k in keys}
-    else:
-        shares = {k: total * weights[k] // w for k in keys}
+    shares = ({k: total // len(keys) for k in keys} if w == 0
+              else {k: total * weights[k] // w for k in keys})
     rest = total - sum(shares.values())
     for k in sorted(keys, key=lambda k: -weights[k])[:rest]:
         shares[k] += 1

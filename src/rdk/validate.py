@@ -12,8 +12,8 @@ and every message names the argument (``stats_callback must be callable, got int
 
 from __future__ import annotations
 
-import re
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 

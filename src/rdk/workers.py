@@ -36,9 +36,9 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from .errors import RdkError
 from .validate import check_callable, check_int, check_timeout
@@ -133,11 +133,9 @@ def _send(msg: tuple) -> None:
     conn = _child.get("conn")
     if conn is None:
         return
-    with _child["lock"]:
-        try:
-            conn.send(msg)
-        except (OSError, ValueError):  # the parent is gone; the death signal will stop us
-            pass
+    # OSError, ValueError: the parent is gone; the death signal will stop us
+    with _child["lock"], contextlib.suppress(OSError, ValueError):
+        conn.send(msg)
 
 
 def _figure(obj: Any, name: str) -> int:
@@ -149,13 +147,14 @@ def _stats_payload(info: Any) -> dict:
     """The parts of a consumer stats info worth shipping to the parent (no rdkafka_stats)."""
     parts = info.get("partitions") if isinstance(info, Mapping) else getattr(info, "partitions", None)
     per: dict[int, dict[str, int]] = {}
+    items: Iterable[tuple[Any, Any]]
     if isinstance(parts, Mapping):
         items = parts.items()
     else:  # a list of per-partition objects carrying .partition
         items = ((_figure(p, "partition"), p) for p in (parts or ()))
     for p, figs in items:
         per[int(p)] = {name: _figure(figs, name) for name in FIGURES}
-    payload = {name: _figure(info, name) for name in FIGURES}
+    payload: dict[str, Any] = {name: _figure(info, name) for name in FIGURES}
     payload["partitions"] = per
     return payload
 
@@ -172,7 +171,7 @@ def _set_parent_death_signal() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # pragma: no cover - not Linux
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
 
 
@@ -416,7 +415,7 @@ class WorkerPool:
 
         Installs the handlers only on the main thread (elsewhere it does nothing).
         """
-        installed: dict[int, Any] = {}
+        installed: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             def on_signal(signum: int, frame: Any) -> None:
                 if self._stop_requested:
@@ -623,22 +622,29 @@ class WorkerPool:
                 self._reap(s, stopping=True)
 
 
-def run(
-    num_workers: int,
-    consumer_factory: Callable[..., Any],
-    *,
-    stats_callback: Callable[[PoolStats], None] | None = None,
-    max_restarts: int | None = DEFAULT_MAX_RESTARTS,
-    restart_backoff: float = DEFAULT_RESTART_BACKOFF,
-    stop_timeout: float = 30.0,
-) -> None:
-    """Run ``num_workers`` consumer processes until SIGTERM/SIGINT; see the module docstring.
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _takes_arguments_of(cls: Callable[_P, Any]) -> Callable[[Callable[..., _R]], Callable[_P, _R]]:
+    """Declare that the decorated function takes exactly ``cls``'s arguments (for type
+    checkers and ``help()``), so that list is written once."""
+    def declare(fn: Callable[..., _R]) -> Callable[_P, _R]:
+        own = inspect.signature(fn).return_annotation
+        fn.__signature__ = inspect.signature(cls).replace(return_annotation=own)  # type: ignore[attr-defined]
+        return fn
+    return declare
+
+
+@_takes_arguments_of(WorkerPool)
+def run(*args: Any, **kwargs: Any) -> None:
+    """Run a :class:`WorkerPool` until SIGTERM/SIGINT; it takes WorkerPool's arguments
+    (``num_workers, consumer_factory, *, stats_callback, max_restarts, restart_backoff,
+    stop_timeout, healthy_after``). See the module docstring.
 
     Process ``i`` builds its consumer with ``consumer_factory(worker_slot=i,
     num_workers=num_workers)`` (plus ``stats_callback=`` when ``stats_callback`` is given).
     Returns after a graceful stop; raises :class:`WorkerError` when a slot exhausts
     ``max_restarts``.
     """
-    WorkerPool(num_workers, consumer_factory, stats_callback=stats_callback,
-               max_restarts=max_restarts, restart_backoff=restart_backoff,
-               stop_timeout=stop_timeout).run()
+    WorkerPool(*args, **kwargs).run()

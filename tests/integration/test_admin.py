@@ -138,5 +138,15 @@ def test_admin_checks_its_arguments_before_asking_the_broker():
             a.delete_topics(["no spaces"])
         with pytest.raises(TypeError, match="partition and timestamp must be int"):
             a.offsets_for_times("t", {"0": 5}, timeout=1)
+        with pytest.raises(TypeError, match="timestamps must be a dict"):
+            a.offsets_for_times("t", [(0, 5)], timeout=1)
+        with pytest.raises(TypeError, match="topic 't': partitions must be int, got str"):
+            a.create_topics({"t": "3"})
+        with pytest.raises(TypeError, match="topic 't': config"):
+            a.create_topics([("t", 1, 1, "cleanup.policy=compact")])
+    with pytest.raises(TypeError, match="broker"):
+        Admin(5)
+    with pytest.raises(TypeError, match="driver_options"):
+        Admin("127.0.0.1:9", ["log_level", 0])
     with pytest.raises(ClosedError):
         a.list_topics()

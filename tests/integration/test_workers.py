@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 import rdk
 from rdk import workers
@@ -69,17 +70,6 @@ def produce(broker, topic: str, partitions: int, per_partition: int) -> None:
         assert p.flush(30) == 0
 
 
-def wait_for(condition, timeout: float, what: str, interval: float = 0.05):
-    """Poll a real condition until it holds or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 @pytest.fixture
 def mock_broker(mock_cluster):
     return mock_cluster
@@ -99,17 +89,18 @@ def test_sigkilled_worker_restarts_in_same_slot_and_topic_is_fully_consumed(
         assert pool.wait_started(60), "workers did not start"
         assert pool.partitions == {0: [0, 2], 1: [1, 3]}
         victim = pool.pids[1]
-        wait_for(lambda: any(r[1] == victim for r in processed(outdir)), 30, "slot 1 to process")
+        wait_until(lambda: any(r[1] == victim for r in processed(outdir)), 30, "slot 1 to process",
+                   interval=0.05)
         os.kill(victim, signal.SIGKILL)
         done_by_victim = sum(1 for r in processed(outdir) if r[1] == victim)
         assert done_by_victim < 2 * per_partition, "the kill came too late to be mid-stream"
-        wait_for(lambda: pool.restarts[1] == 1 and pool.pids.get(1) not in (None, victim), 30,
-                 "slot 1 to be restarted")
+        wait_until(lambda: pool.restarts[1] == 1 and pool.pids.get(1) not in (None, victim), 30,
+                   "slot 1 to be restarted", interval=0.05)
         assert pool.wait_started(60)
         assert pool.partitions[1] == [1, 3]
         everything = {(p, o) for p in range(4) for o in range(per_partition)}
-        wait_for(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 60,
-                 "every message to be processed")
+        wait_until(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 60,
+                   "every message to be processed", interval=0.05)
     rows = processed(outdir)
     assert {(r[2], r[3]) for r in rows} == everything  # at least once, nothing else
     assert pool.restarts == {0: 0, 1: 1}
@@ -158,8 +149,8 @@ def test_graceful_sigterm_loses_nothing_and_restart_repeats_at_most_one_batch(
                              str(offdir), str(outdir)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        wait_for(lambda: len({r[2] for r in processed(outdir)}) == 4 or proc.poll() is not None,
-                 60, "every partition to be in processing")
+        wait_until(lambda: len({r[2] for r in processed(outdir)}) == 4 or proc.poll() is not None,
+                   60, "every partition to be in processing", interval=0.05)
         assert proc.poll() is None, proc.stderr.read().decode()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
@@ -181,8 +172,8 @@ def test_graceful_sigterm_loses_nothing_and_restart_repeats_at_most_one_batch(
     factory = consumer_factory(mock_broker.bootstrap_servers, topic, str(offdir), str(outdir), 0)
     with workers.WorkerPool(2, factory, restart_backoff=0.1) as pool:
         everything = {(p, o) for p in range(4) for o in range(per_partition)}
-        wait_for(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 60,
-                 "the rest to be processed")
+        wait_until(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 60,
+                   "the rest to be processed", interval=0.05)
     assert pool.restarts == {0: 0, 1: 0}
     counts = Counter((r[2], r[3]) for r in processed(outdir))
     assert set(counts) == everything
@@ -248,3 +239,14 @@ def test_bad_pool_arguments_raise_naming_the_argument(tmp_path):
     with pytest.raises(RuntimeError, match="inside a worker"):
         workers.request_stop()
     assert workers.current_slot() is None
+
+
+def test_run_takes_exactly_the_pool_arguments():
+    import inspect
+
+    pool = inspect.signature(workers.WorkerPool)
+    assert inspect.signature(workers.run).parameters == pool.parameters
+    with pytest.raises(ValueError, match="num_workers"):
+        workers.run(0, print)
+    with pytest.raises(TypeError, match="bogus"):
+        workers.run(1, print, bogus=1)

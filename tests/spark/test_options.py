@@ -7,7 +7,12 @@ import json
 import pytest
 
 from rdk import ConfigError, KafkaError
-from rdk.spark.options import parse_read_options, parse_write_options, split_properties
+from rdk.spark.options import (
+    parse_include_headers,
+    parse_read_options,
+    parse_write_options,
+    split_properties,
+)
 from rdk.spark.reader import KafkaBatchReader
 
 pytestmark = pytest.mark.spark
@@ -53,11 +58,11 @@ def test_librdkafka_judges_passthrough_properties():
 
 
 def test_exactly_one_subscription_option_is_required():
-    with pytest.raises(ConfigError, match="exactly one of .*found: none"):
+    with pytest.raises(ConfigError, match=r"exactly one of .*found: none"):
         parse_read_options({"kafka.bootstrap.servers": "h:1"}, streaming=False)
     refused("exactly one of .*found: subscribe, assign", assign='{"t":[0]}')
     refused(r"'kafka\.bootstrap\.servers' is required", **{"kafka.bootstrap.servers": " "})
-    with pytest.raises(ConfigError, match="bootstrap.servers"):
+    with pytest.raises(ConfigError, match=r"bootstrap\.servers"):
         parse_read_options({"subscribe": "t"}, streaming=False)
     refused("not host:port", **{"kafka.bootstrap.servers": "nohost"})
 
@@ -119,3 +124,10 @@ def test_spark_surfaces_option_errors(spark, mock_broker, kafka_reader):
         kafka_reader(mock_broker, subscribe="t", **{"kafka.group.id": "g"}).load()  # at load()
     with pytest.raises(Exception, match="fixed schema"):
         kafka_reader(mock_broker, subscribe="t").schema("value string").load().collect()
+
+
+def test_include_headers_is_read_before_the_source_kind_is_known():
+    assert parse_include_headers({"includeHeaders": "TRUE"}) is True
+    assert parse_include_headers({}) is False
+    with pytest.raises(ConfigError, match="'includeHeaders' must be 'true' or 'false'"):
+        parse_include_headers({"includeheaders": "yes"})

@@ -48,3 +48,18 @@ def test_the_data_source_is_named_rdkafka():
     assert rdk.spark.KafkaDataSource.name() == "rdkafka"
     assert [f.name for f in rdk.spark.kafka_schema(True).fields] == [
         "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+
+
+def test_the_spark_schema_is_the_arrow_schema_of_rdk_arrow():
+    from pyspark.sql.types import TimestampType
+
+    import rdk.arrow
+
+    for headers in (False, True):
+        spark_schema = rdk.spark.kafka_schema(headers)
+        arrow_schema = rdk.arrow.kafka_schema(headers)
+        assert spark_schema.fieldNames() == arrow_schema.names
+        assert isinstance(spark_schema["timestamp"].dataType, TimestampType)
+    assert rdk.spark.kafka_schema(True).simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp,timestampType:int,headers:array<struct<key:string,value:binary>>>")

@@ -29,7 +29,8 @@ def test_features_include_tls_scram_and_every_codec():
 
 @pytest.mark.parametrize(
     "code,name",
-    [(3, "UNKNOWN_TOPIC_OR_PART"), (-184, "_QUEUE_FULL"), (-192, "_MSG_TIMED_OUT"), (10, "MSG_SIZE_TOO_LARGE")],
+    [(3, "UNKNOWN_TOPIC_OR_PART"), (-184, "_QUEUE_FULL"), (-192, "_MSG_TIMED_OUT"),
+     (10, "MSG_SIZE_TOO_LARGE")],
 )
 def test_error_codes_map_to_librdkafka_names_and_text(code, name):
     err = KafkaError(code)

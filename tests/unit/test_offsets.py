@@ -270,3 +270,39 @@ def test_committer_spaces_commits_by_min_interval_and_flush_overrides_it():
         assert store.calls == [{0: 1}, {0: 3}]
     finally:
         c.close(5)
+
+
+@pytest.mark.parametrize("kwargs,exc,pattern", [
+    ({"group_id": 5}, TypeError, "group_id must be str"),
+    ({"group_id": b"g"}, TypeError, "group_id must be str"),
+    ({"group_id": ""}, ValueError, "group_id must not be empty"),
+    ({"group_id": "g", "timeout": "10"}, TypeError, "timeout"),
+    ({"group_id": "g", "timeout": -1}, ValueError, "timeout"),
+    ({"group_id": "g", "driver_options": ["a", "b"]}, TypeError, "driver_options"),
+    ({"group_id": "g", "broker": "127.0.0.1:9"}, TypeError, "both broker and topic"),
+    ({"group_id": "g", "broker": 9092, "topic": "t"}, TypeError, "broker"),
+    ({"group_id": "g", "broker": "127.0.0.1:9", "topic": "../t"}, ValueError, "'../t'"),
+])
+def test_broker_offset_store_checks_its_arguments(kwargs, exc, pattern):
+    group_id = kwargs.pop("group_id")
+    with pytest.raises(exc, match=pattern):
+        offsets.BrokerOffsetStore(group_id, **kwargs)
+
+
+def test_unbound_broker_offset_store_refuses_to_read_or_commit():
+    store = offsets.BrokerOffsetStore("g")
+    with pytest.raises(RuntimeError, match="not bound"):
+        store.read([0])
+    with pytest.raises(RuntimeError, match="not bound"):
+        store.commit({0: 1})
+
+
+@pytest.mark.parametrize("directory,exc", [(5, TypeError), ("", ValueError)])
+def test_file_offset_store_checks_the_directory(directory, exc):
+    with pytest.raises(exc, match="offset_directory"):
+        FileOffsetStore(directory, "t")
+
+
+def test_file_offset_store_topic_of_wrong_type_is_a_type_error(tmp_path):
+    with pytest.raises(TypeError, match="topic"):
+        FileOffsetStore(tmp_path, 5)

@@ -52,7 +52,7 @@ def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp
                 try:
                     assert read_offset_file(f.path) is not None
                     reads += 1
-                except BaseException as e:  # noqa: BLE001 - reported below
+                except BaseException as e:
                     reader_errors.append(e)
                     return
 

@@ -22,7 +22,7 @@ def test_slots_are_disjoint_and_cover_every_partition(count, workers):
 
 @pytest.mark.parametrize("workers,slot", [(4, 4), (4, -1), (1, 1), (0, 0), (-2, 0)])
 def test_slot_out_of_range_is_a_value_error(workers, slot):
-    with pytest.raises(ValueError, match="worker_slot|num_workers"):
+    with pytest.raises(ValueError, match=r"worker_slot|num_workers"):
         check_slot(workers, slot)
 
 
@@ -37,3 +37,11 @@ def test_fewer_partitions_than_workers_names_both_counts():
         owned_partitions(3, 4, 0, topic="events")
     text = str(ei.value)
     assert "3 partition" in text and "num_workers=4" in text and "'events'" in text
+
+
+def test_owns_is_the_rule_owned_partitions_applies():
+    from rdk.slots import owns
+
+    for workers in (1, 3, 7):
+        for slot in range(workers):
+            assert [p for p in range(20) if owns(p, workers, slot)] == owned_partitions(20, workers, slot)

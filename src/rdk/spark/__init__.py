@@ -68,7 +68,7 @@ SAVE_MODE_HELP = (
     "a Kafka topic can only be appended to.")
 
 
-def _writer_class(spark: Any) -> type:
+def _writer_class(spark: Any) -> Any:
     """The DataFrameWriter class of ``spark``: Spark Connect sessions have their own."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
@@ -79,7 +79,7 @@ def _writer_class(spark: Any) -> type:
     return DataFrameWriter
 
 
-def _explain_save_mode_errors(writer: type) -> None:
+def _explain_save_mode_errors(writer: Any) -> None:
     """Wrap DataFrameWriter.save once, so Spark's refusal of the default save mode for
     format("rdkafka") tells the user what to do (other errors pass through untouched)."""
     original = writer.save
@@ -98,7 +98,7 @@ def _explain_save_mode_errors(writer: type) -> None:
     save._rdk_wrapped = True  # type: ignore[attr-defined]
     save.__doc__ = original.__doc__
     save.__wrapped__ = original  # type: ignore[attr-defined]
-    writer.save = save  # type: ignore[attr-defined]
+    writer.save = save
 
 
 def _use_this_interpreter_locally(spark: Any) -> None:

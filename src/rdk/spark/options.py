@@ -16,6 +16,7 @@ from typing import Any
 
 from .._binding import lib, new_conf, new_topic_conf
 from ..errors import ConfigError
+from ..slots import owns
 from ..validate import check_broker, check_topic_name
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "LATEST",
     "ReadOptions",
     "WriteOptions",
+    "check_early",
+    "parse_include_headers",
     "parse_read_options",
     "parse_write_options",
     "split_properties",
@@ -107,8 +110,8 @@ class ReadOptions:
         return self.kafka["bootstrap.servers"]
 
     def owns(self, partition: int) -> bool:
-        """kafka-native's worker-slot rule: p % numWorkers == workerSlot."""
-        return partition % self.num_workers == self.worker_slot
+        """kafka-native's worker-slot rule (:func:`rdk.slots.owns`) for numWorkers/workerSlot."""
+        return owns(partition, self.num_workers, self.worker_slot)
 
 
 @dataclass(frozen=True)
@@ -353,3 +356,31 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
         _topic_ok(topic.strip(), "topic")
         topic = topic.strip()
     return WriteOptions(kafka=kafka, topic=topic)
+
+
+def parse_include_headers(options: Mapping[str, Any]) -> bool:
+    """The ``includeHeaders`` option ('true' / 'false', default false), checked."""
+    return _bool(_lower(options), "includeheaders", False)
+
+
+def check_early(options: Mapping[str, Any]) -> None:
+    """What can be checked before Spark says whether this is a batch or a stream.
+
+    Without a source option (subscribe / assign / subscribePattern) the options are
+    checked as a sink's; otherwise as a batch source's, or else a stream source's (the
+    batch source's error is raised when both refuse them).
+    """
+    opts = _lower(options)
+    if not any(k in opts for k in ("subscribe", "assign", "subscribepattern")):
+        parse_write_options(options)  # kafka.* and the rest; the reader says what is missing
+        return
+    try:
+        parse_read_options(options, streaming=False)
+    except ConfigError:
+        try:
+            parse_read_options(options, streaming=True)
+        except ConfigError:
+            pass
+        else:
+            return
+        raise

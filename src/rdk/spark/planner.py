@@ -11,16 +11,14 @@ from __future__ import annotations
 import logging
 import math
 import re
-import time
 from collections.abc import Iterable, Mapping
 from itertools import pairwise
 
 from pyspark.sql.datasource import InputPartition
 
 from .. import _binding
-from .._binding import ERROR_CODES, check, ffi, lib
-from .._fetch import Fetcher
-from .._partitions import error_text
+from .._binding import ERROR_CODES
+from .._partitions import true_watermarks
 from ..errors import ConfigError, KafkaError
 from .options import EARLIEST, LATEST, Offsets, ReadOptions
 
@@ -29,7 +27,6 @@ __all__ = ["TP", "OffsetRange", "Planner", "split_ranges"]
 log = logging.getLogger("rdk.spark")
 
 TP = tuple[str, int]
-_EOF = ERROR_CODES["_PARTITION_EOF"]
 _UNKNOWN = ERROR_CODES["UNKNOWN_TOPIC_OR_PART"]
 
 
@@ -121,59 +118,15 @@ class Planner:
         return sorted(tp for tp in self.all_partitions if o.owns(tp[1]))
 
     # -- offsets ------------------------------------------------------------------
-    def _query(self, topic: str, partition: int) -> tuple[int, int]:
-        lo = ffi.new("int64_t *")
-        hi = ffi.new("int64_t *")
-        check(lib.rd_kafka_query_watermark_offsets(
-            self._client.rk, topic.encode(), partition, lo, hi, int(self.timeout * 1000)),
-            f"watermarks of {topic}-{partition}")
-        return int(lo[0]), int(hi[0])
-
     def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
-        """(low, true high) per topic-partition."""
-        out = {tp: self._query(*tp) for tp in tps}
-        by_topic: dict[str, dict[int, tuple[int, int]]] = {}
-        for (t, p), (lo, hi) in out.items():
-            if hi > lo:
-                by_topic.setdefault(t, {})[p] = (lo, hi)
-        for topic, parts in by_topic.items():
-            for p, hi in self._fetched_high(topic, parts).items():
-                lo, listed = out[(topic, p)]
-                out[(topic, p)] = (lo, max(listed, hi))
-        return out
-
-    def _fetched_high(self, topic: str, parts: dict[int, tuple[int, int]]) -> dict[int, int]:
-        fetcher = Fetcher(self._client, topic, max_messages=1000)
-        pending = set(parts)
-        try:
-            for p, (lo, hi) in parts.items():
-                fetcher.start(p, max(lo, hi - 1))
-            deadline = time.monotonic() + self.timeout
-            while pending:
-                if time.monotonic() > deadline:
-                    raise KafkaError(ERROR_CODES["_TIMED_OUT"],
-                                     context=f"fetch high watermarks of {topic} {sorted(pending)}")
-                b = fetcher.fetch(100)
-                for i in range(b.n_parts):
-                    pending.discard(int(b.part_id[i]))
-                if b.n_errors:
-                    for i in range(b.n):
-                        e = b.err[i]
-                        if e == _EOF:
-                            pending.discard(int(b.partition[i]))
-                        elif e:
-                            raise KafkaError(e, error_text(b, i),
-                                             context=f"fetch {topic}-{b.partition[i]}")
-        finally:
-            fetcher.close()
-        lo = ffi.new("int64_t *")
-        hi = ffi.new("int64_t *")
-        out = {}
-        for p in parts:
-            check(lib.rd_kafka_get_watermark_offsets(self._client.rk, topic.encode(), p, lo, hi),
-                  f"cached watermarks of {topic}-{p}")
-            out[p] = int(hi[0])
-        return out
+        """(low, true high) per topic-partition (:func:`rdk._partitions.true_watermarks`)."""
+        tps = list(tps)
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        marks = {(t, p): m for t, parts in by_topic.items()
+                 for p, m in true_watermarks(self._client, t, parts, self.timeout).items()}
+        return {tp: marks[tp] for tp in tps}
 
     def resolve(self, spec: str | Offsets, tps: list[TP], option: str,
                 marks: dict[TP, tuple[int, int]] | None = None) -> dict[TP, int]:
@@ -210,7 +163,7 @@ class Planner:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> Planner:  # noqa: PYI034
+    def __enter__(self) -> Planner:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSourceReader
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from .. import _binding
-from .._binding import ERROR_CODES, check, ffi, lib
+from .._binding import ERROR_CODES
 from .._fetch import Fetcher
-from .._partitions import error_text
+from .._partitions import PARTITION_EOF, batch_errors, error_text, query_watermarks
 from ..arrow import error_mask, record_batch
 from ..errors import ConfigError, KafkaError, RdkError
 from .options import ReadOptions, split_properties
@@ -31,7 +32,6 @@ log = logging.getLogger("rdk.spark")
 
 FETCH_BATCH = 50000  # messages per C call, and the largest RecordBatch we yield
 
-_EOF = ERROR_CODES["_PARTITION_EOF"]
 _OUT_OF_RANGE = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
 
 
@@ -68,80 +68,113 @@ def consumer_properties(opts: ReadOptions) -> tuple[dict[str, str], dict[str, st
     return glob, topic
 
 
-def _low_watermark(client: _binding.Client, topic: str, partition: int, timeout_ms: int) -> int:
-    lo = ffi.new("int64_t *")
-    hi = ffi.new("int64_t *")
-    check(lib.rd_kafka_query_watermark_offsets(client.rk, topic.encode(), partition, lo, hi,
-                                               timeout_ms), f"watermarks of {topic}-{partition}")
-    return int(lo[0])
-
-
 def read_range(opts: ReadOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
     """Yield the messages of offsets [r.start, r.end) of one partition as RecordBatches."""
     if r.start >= r.end:
         return
-    client = _binding.Client("consumer", *consumer_properties(opts))
-    fetcher = Fetcher(client, r.topic, FETCH_BATCH)
-    fetcher.batch.skip_headers = 0 if opts.include_headers else 1
-    name = f"{r.topic}-{r.partition}"
-    timeout_ms = min(opts.poll_timeout_ms, 30_000)
+    reader = _RangeReader(opts, r)
     try:
-        pos = r.start
-        fetcher.start(r.partition, pos)
+        yield from reader.batches()
+    finally:
+        reader.close()
+
+
+class _RangeReader:
+    """One task's own handle on one offset range: fetch, check for loss, convert to Arrow."""
+
+    def __init__(self, opts: ReadOptions, r: OffsetRange) -> None:
+        self.opts = opts
+        self.r = r
+        self.name = f"{r.topic}-{r.partition}"
+        self.timeout = min(opts.poll_timeout_ms, 30_000) / 1000  # of a watermark query
+        self.pos = r.start  # the next offset to read
+        self.client = _binding.Client("consumer", *consumer_properties(opts))
+        try:
+            self.fetcher = Fetcher(self.client, r.topic, FETCH_BATCH)
+        except BaseException:
+            self.client.close()
+            raise
+        self.fetcher.batch.skip_headers = 0 if opts.include_headers else 1
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        r, opts = self.r, self.opts
+        self.fetcher.start(r.partition, self.pos)
         idle_since = time.monotonic()
-        while pos < r.end:
-            b = fetcher.fetch(100)
+        while self.pos < r.end:
+            b = self.fetcher.fetch(100)
             if not b.n:
                 if (time.monotonic() - idle_since) * 1000 > opts.poll_timeout_ms:
-                    data_loss(opts, f"offsets [{pos}, {r.end}) of {name} could not be fetched "
-                                    f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
+                    data_loss(opts, f"offsets [{self.pos}, {r.end}) of {self.name} could not be "
+                                    f"fetched within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
                     return
                 continue
             idle_since = time.monotonic()
-            eof = None
-            out_of_range = False
-            if b.n_errors:
-                for i in range(b.n):
-                    e = b.err[i]
-                    if e == _EOF:
-                        eof = int(b.offset[i])
-                    elif e in _OUT_OF_RANGE:
-                        out_of_range = True
-                    elif e:
-                        raise KafkaError(e, error_text(b, i), context=f"fetch {name} at {pos}")
+            eof, out_of_range = self._errors(b)
             if b.n_parts:
-                first, last = int(b.part_first[0]), int(b.part_last[0])
-                if first > pos:
-                    lo = _low_watermark(client, r.topic, r.partition, timeout_ms)
-                    if lo > pos:
-                        data_loss(opts, f"offsets [{pos}, {min(lo, first)}) of {name} are gone "
-                                        f"(the earliest offset is now {lo})")
-                batch = record_batch(b, r.topic, opts.include_headers)
-                if b.n_errors:
-                    batch = batch.filter(error_mask(b))
-                if last >= r.end:
-                    batch = batch.filter(pc.less(batch.column("offset"), r.end))
-                pos = last + 1
+                batch = self._records(b)
                 if batch.num_rows:
                     yield batch
-            if out_of_range and pos < r.end:
-                lo = _low_watermark(client, r.topic, r.partition, timeout_ms)
-                fetcher.stop(r.partition)
-                if pos < lo:
-                    data_loss(opts, f"offsets [{pos}, {min(lo, r.end)}) of {name} are gone "
-                                    f"(the earliest offset is now {lo})")
-                    pos = lo
-                else:
-                    data_loss(opts, f"offsets [{pos}, {r.end}) of {name} are beyond the end of "
-                                    "the partition (was it deleted and re-created?)")
+            if out_of_range and self.pos < r.end:
+                if not self._skip_lost_offsets():
                     return
-                if pos < r.end:
-                    fetcher.start(r.partition, pos)
             elif eof is not None and eof >= r.end:
                 return  # the offsets left below r.end hold no records (compaction, markers)
-    finally:
-        fetcher.close()
-        client.close()
+
+    def _errors(self, b: Any) -> tuple[int | None, bool]:
+        """(offset of the batch's end-of-partition event or None, whether the fetch went out
+        of range); any other error raises KafkaError."""
+        eof = None
+        out_of_range = False
+        for i, code in batch_errors(b):
+            if code == PARTITION_EOF:
+                eof = int(b.offset[i])
+            elif code in _OUT_OF_RANGE:
+                out_of_range = True
+            else:
+                raise KafkaError(code, error_text(b, i), context=f"fetch {self.name} at {self.pos}")
+        return eof, out_of_range
+
+    def _records(self, b: Any) -> pa.RecordBatch:
+        """The batch's messages below r.end as a RecordBatch; ``pos`` moves past them. A gap
+        before them that retention made is data loss."""
+        r = self.r
+        first, last = int(b.part_first[0]), int(b.part_last[0])
+        if first > self.pos:
+            lo = self._low_watermark()
+            if lo > self.pos:
+                data_loss(self.opts, f"offsets [{self.pos}, {min(lo, first)}) of {self.name} are "
+                                     f"gone (the earliest offset is now {lo})")
+        batch = record_batch(b, r.topic, self.opts.include_headers)
+        if b.n_errors:
+            batch = batch.filter(error_mask(b))
+        if last >= r.end:
+            batch = batch.filter(pc.less(batch.column("offset"), r.end))
+        self.pos = last + 1
+        return batch
+
+    def _skip_lost_offsets(self) -> bool:
+        """After an out-of-range fetch: report the lost offsets as data loss and fetch again
+        from the earliest one left. False when nothing of the range is left to read."""
+        r = self.r
+        lo = self._low_watermark()
+        self.fetcher.stop(r.partition)
+        if self.pos >= lo:
+            data_loss(self.opts, f"offsets [{self.pos}, {r.end}) of {self.name} are beyond the "
+                                 "end of the partition (was it deleted and re-created?)")
+            return False
+        data_loss(self.opts, f"offsets [{self.pos}, {min(lo, r.end)}) of {self.name} are gone "
+                             f"(the earliest offset is now {lo})")
+        self.pos = lo
+        if self.pos < r.end:
+            self.fetcher.start(r.partition, self.pos)
+        return True
+
+    def _low_watermark(self) -> int:
+        return query_watermarks(self.client, self.r.topic, self.r.partition, self.timeout)[0]
+
+    def close(self) -> None:
+        self.fetcher.close()
+        self.client.close()
 
 
 class KafkaBatchReader(DataSourceReader):
@@ -167,5 +200,5 @@ class KafkaBatchReader(DataSourceReader):
                                   f"the end of the partition ({marks[tp][1]}); use -1 for latest")
         return split_ranges(starts, ends, opts.min_partitions)
 
-    def read(self, partition: OffsetRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.opts, partition)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_range(self.opts, cast(OffsetRange, partition))

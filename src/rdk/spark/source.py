@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
+from .. import arrow
 from ..errors import ConfigError
-from .options import _bool, _lower, parse_read_options, parse_write_options
+from .options import check_early, parse_include_headers, parse_read_options, parse_write_options
 from .reader import KafkaBatchReader
 from .stream import KafkaStreamReader
 from .writer import KafkaBatchWriter, KafkaStreamWriter, check_write_schema
@@ -24,24 +17,11 @@ __all__ = ["KafkaDataSource", "kafka_schema"]
 
 NAME = "rdkafka"
 
-HEADERS = ArrayType(StructType([StructField("key", StringType()),
-                                StructField("value", BinaryType())]))
-
 
 def kafka_schema(include_headers: bool = False) -> StructType:
-    """The built-in Kafka source's schema (``headers`` only with includeHeaders)."""
-    fields = [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-    ]
-    if include_headers:
-        fields.append(StructField("headers", HEADERS))
-    return StructType(fields)
+    """The built-in Kafka source's schema (``headers`` only with includeHeaders), derived
+    from the one definition, :func:`rdk.arrow.kafka_schema`."""
+    return from_arrow_schema(arrow.kafka_schema(include_headers), prefer_timestamp_ntz=False)
 
 
 def _check_read_schema(schema: StructType, include_headers: bool) -> None:
@@ -67,8 +47,8 @@ class KafkaDataSource(DataSource):
 
     def schema(self) -> StructType:
         """Called by ``load()``: options are checked here, so mistakes fail at once."""
-        _check_early(self.options)
-        return kafka_schema(_bool(_lower(self.options), "includeheaders", False))
+        check_early(self.options)
+        return kafka_schema(parse_include_headers(self.options))
 
     def reader(self, schema: StructType) -> KafkaBatchReader:
         opts = parse_read_options(self.options, streaming=False)
@@ -90,24 +70,6 @@ class KafkaDataSource(DataSource):
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
         return KafkaStreamWriter(opts)
-
-
-def _check_early(options) -> None:
-    """What can be checked before Spark says whether this is a batch or a stream."""
-    opts = _lower(options)
-    if not any(k in opts for k in ("subscribe", "assign", "subscribepattern")):
-        parse_write_options(options)  # kafka.* and the rest; the reader says what is missing
-        return
-    try:
-        parse_read_options(options, streaming=False)
-    except ConfigError:
-        try:
-            parse_read_options(options, streaming=True)
-        except ConfigError:
-            pass
-        else:
-            return
-        raise
 
 
 def _refuse_overwrite(overwrite: bool) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -126,8 +127,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 until[tp] = begin[tp]
         return split_ranges(begin, until, self.opts.min_partitions)
 
-    def read(self, partition: OffsetRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.opts, partition)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_range(self.opts, cast(OffsetRange, partition))
 
     def commit(self, end: dict) -> None:
         """Spark's checkpoint holds the progress; nothing is committed to Kafka."""

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -102,10 +103,8 @@ class _TaskProducer:
 
         driver, topic = split_properties(opts.kafka)
         driver.pop("bootstrap.servers")
-        if "partitioner" in topic:  # kafka.partitioner chooses; else murmur2 like the JVM sink
-            balancer = "consistent_random"
-        else:
-            balancer = "murmur2_random"
+        # kafka.partitioner chooses; else murmur2 like the JVM sink
+        balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
         self.opts = opts
         self.producer = Producer(opts.kafka["bootstrap.servers"], driver_options=driver,
                                  topic_options=topic, balancer=balancer, on_queue_full="block")
@@ -123,7 +122,10 @@ class _TaskProducer:
         n = batch.num_rows
         if not n:
             return
-        values = _column(batch, "value").to_pylist()
+        value_col = _column(batch, "value")
+        if value_col is None:  # check_write_schema saw it, but not spelt "value" exactly
+            raise ConfigError("rdkafka sink: the DataFrame needs a column named 'value'")
+        values = value_col.to_pylist()
         key_col = _column(batch, "key")
         keys = key_col.to_pylist() if key_col is not None and key_col.null_count < n else None
         head_col = _column(batch, "headers")
@@ -131,10 +133,11 @@ class _TaskProducer:
         if head_col is not None and head_col.null_count < n:
             headers = [None if hs is None else [(h["key"], h["value"]) for h in hs]
                        for hs in head_col.to_pylist()]
+        payloads: list[Any]
         if headers is not None:
             payloads = list(map(Message, values, keys or repeat(None), headers))
         elif keys is not None or None in values:
-            payloads = list(zip(keys or repeat(None, n), values))
+            payloads = list(zip(keys or repeat(None, n), values, strict=True))
         else:
             payloads = values
         topic_col = None if self.opts.topic is not None else _column(batch, "topic")
@@ -144,16 +147,16 @@ class _TaskProducer:
             return
         topics = topic_col.to_pylist() if topic_col is not None else repeat(self.opts.topic)
         parts = part_col.to_pylist() if part_col is not None else repeat(None)
-        groups: dict[tuple[str, int | None], list] = {}
-        for row, where in enumerate(zip(topics, parts)):
+        groups: dict[tuple[str | None, int | None], list[int]] = {}
+        for row, where in enumerate(zip(topics, parts, strict=False)):  # one may be repeat()
             groups.setdefault(where, []).append(row)
         for (topic, part), rows in groups.items():
-            if topic is None:
-                raise ConfigError("rdkafka sink: a row has a null 'topic' and no 'topic' option "
-                                  "is set")
             self._send(topic, part, [payloads[i] for i in rows])
 
-    def _send(self, topic: str, partition: int | None, payloads: list) -> None:
+    def _send(self, topic: str | None, partition: int | None, payloads: list) -> None:
+        if topic is None:
+            raise ConfigError("rdkafka sink: a row has a null 'topic' and no 'topic' option "
+                              "is set")
         result = self.producer.send(topic, partition, payloads, on_delivery=self._on_delivery)
         self.sent += len(payloads)
         if result.enqueued < len(payloads):
