@@ -44,27 +44,18 @@ import rdk
 from rdk import _binding
 from rdk._binding import lib
 from rdk._fetch import Fetcher
+from rdk.mock import start_broker
 
 TOPIC = "bench"
 PARTITIONS = 4
 
 
-def start_mock() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rdk.mock", "--brokers", "1", "--topic", f"{TOPIC}:{PARTITIONS}"],
-        stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    if not line.startswith("RDK_BROKERS="):
-        proc.kill()
-        raise SystemExit(f"mock cluster did not start: {line!r}")
-    return proc, line.split("=", 1)[1]
-
-
 def produce(bootstrap: str, per_partition: int, size: int) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100, "batch.num.messages": 100000, "batch.size": 1000000,
-                  "queue.buffering.max.messages": 1000000, "compression.codec": "none"})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100, "batch.num.messages": 100000,
+                  "batch.size": 1000000, "queue.buffering.max.messages": 1000000,
+                  "compression.codec": "none"})
     payload = os.urandom(size)
     for part in range(PARTITIONS):
         for i in range(per_partition):
@@ -205,18 +196,11 @@ def run_pass(name: str, bootstrap: str, total: int, timeout: float) -> tuple[flo
 
 
 def bench_broker(kind: str, args) -> dict:
-    proc = broker = None
-    try:
+    with start_broker(kind, {TOPIC: PARTITIONS}) as broker:
+        bootstrap = broker.bootstrap_servers
+        per_partition = args.messages // PARTITIONS
         if kind == "mock":
-            proc, bootstrap = start_mock()
-            per_partition = min(args.messages // PARTITIONS, 45000)  # the mock keeps ~5 MiB
-        else:
-            from rdk.mock import TansuBroker
-
-            broker = TansuBroker()
-            bootstrap = broker.bootstrap_servers
-            broker.create_topic(TOPIC, PARTITIONS)
-            per_partition = args.messages // PARTITIONS
+            per_partition = min(per_partition, 45000)  # the mock keeps ~5 MiB
         produce(bootstrap, per_partition, args.size)
         marks = watermarks(bootstrap)
         if any(lo != 0 for lo, _ in marks):
@@ -244,12 +228,6 @@ def bench_broker(kind: str, args) -> dict:
             if mine and theirs:
                 result[f"rdk_vs_{other}"] = round(mine / theirs, 2)
         return result
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(10)
-        if broker is not None:
-            broker.close()
 
 
 def main(argv: list[str] | None = None) -> int:

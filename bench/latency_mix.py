@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "contenders"))
 from common import STAMP  # the harness's stamp: (sequence, send time)
 
 import rdk
+from rdk.mock import start_broker
 
 PARTITIONS = 4
 SIZE = 100
@@ -147,25 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=10000, help="messages per second")
     ap.add_argument("--seconds", type=int, default=8, help="seconds of sending per run")
     args = ap.parse_args(argv)
-    broker = None
-    bootstrap = os.environ.get("RDK_BROKERS")
-    if not bootstrap:
-        from rdk.mock import TansuBroker
-
-        broker = TansuBroker()
-        bootstrap = broker.bootstrap_servers
     results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
-    try:
+    with start_broker(os.environ.get("RDK_BROKERS") or "tansu", {}) as broker:
         for _ in range(args.rounds):
             for producer in KINDS:
                 for consumer in KINDS:
-                    r = one_run(bootstrap, producer, consumer, args.rate, args.seconds)
+                    r = one_run(broker.bootstrap_servers, producer, consumer, args.rate, args.seconds)
                     results.setdefault((producer, consumer), []).append(r)
                     print(f"producer {producer:9} consumer {consumer:9} p50 {r[0]:6.1f} "
                           f"p99 {r[1]:7.1f} max {r[2]:7.1f} ms", flush=True)
-    finally:
-        if broker is not None:
-            broker.close()
     print("\nmedians over runs (ms):")
     print(f"{'producer':10} {'consumer':10} {'p50':>7} {'p99':>7}  p99 of each run")
     for (producer, consumer), runs in results.items():

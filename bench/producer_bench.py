@@ -23,6 +23,8 @@ import sys
 import time
 import uuid
 
+from rdk.mock import start_broker
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -98,47 +100,6 @@ WORKERS = {"rdk": run_rdk, "confluent": run_confluent}
 # ---- driver ------------------------------------------------------------------------
 
 
-class MockProcess:
-    """``python -m rdk.mock`` in its own process."""
-
-    def __init__(self, topic: str, partitions: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rdk.mock", "--brokers", "1", "--topic", f"{topic}:{partitions}"],
-            stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("RDK_BROKERS="):
-            self.close()
-            raise SystemExit(f"rdk.mock did not start: {line!r}")
-        self.bootstrap_servers = line.split("=", 1)[1]
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
-def start_broker(kind: str, topic: str, partitions: int):
-    if kind == "mock":
-        return MockProcess(topic, partitions)
-    if kind == "tansu":
-        from rdk.mock import TansuBroker
-
-        b = TansuBroker()
-        b.create_topic(topic, partitions)
-        return b
-
-    class External:
-        bootstrap_servers = kind
-
-        def close(self) -> None:
-            pass
-
-    from rdk import Admin
-
-    with Admin(kind) as admin:
-        admin.create_topics({topic: partitions}, exist_ok=True)
-    return External()
-
-
 def run_worker(client: str, bootstrap: str, topic: str, a: argparse.Namespace) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
            "--topic", topic, "--messages", str(a.messages), "--batch", str(a.batch),
@@ -176,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for kind in a.broker or ["mock", "tansu"]:
         topic = f"bench-{uuid.uuid4().hex[:8]}"
-        broker = start_broker(kind, topic, a.partitions)
+        broker = start_broker(kind, {topic: a.partitions})
         try:
             best: dict[str, dict] = {}
             for _ in range(a.rounds):  # clients take turns, so both meet the same machine load
@@ -199,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     by = {(r["broker"], r["client"].split()[0]): r["msgs_per_s"] for r in results}
     for kind in a.broker or ["mock", "tansu"]:
         if (kind, "rdk") in by and (kind, "confluent-kafka") in by:
-            print(f"{kind:>6}  rdk / confluent-kafka = {by[(kind, 'rdk')] / by[(kind, 'confluent-kafka')]:.2f}x")
+            ratio = by[(kind, "rdk")] / by[(kind, "confluent-kafka")]
+            print(f"{kind:>6}  rdk / confluent-kafka = {ratio:.2f}x")
     return 0
 
 

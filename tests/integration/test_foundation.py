@@ -120,7 +120,7 @@ def test_batch_produce_and_batch_consume_round_trip_binary_data(broker, new_topi
         consumer.close()
     assert [r[0] for r in rows] == list(range(len(MESSAGES)))
     assert all(r[4] == 1 for r in rows)
-    for (key, value, headers), (_, k, v, hs, _) in zip(MESSAGES, rows):
+    for (key, value, headers), (_, k, v, hs, _) in zip(MESSAGES, rows, strict=True):
         assert (k, v) == (key, value)
         assert hs == headers
 
@@ -144,9 +144,9 @@ def test_stats_json_arrives_on_the_event_queue(broker):
 
 
 def test_unknown_topic_maps_to_librdkafka_error_name(broker):
-    with Admin(broker.bootstrap_servers, {"allow.auto.create.topics": False}) as admin:
-        with pytest.raises(KafkaError) as ei:
-            admin.partition_count("no-such-topic-" + "x" * 8, timeout=10)
+    with Admin(broker.bootstrap_servers, {"allow.auto.create.topics": False}) as admin, \
+            pytest.raises(KafkaError) as ei:
+        admin.partition_count("no-such-topic-" + "x" * 8, timeout=10)
     assert ei.value.name == "UNKNOWN_TOPIC_OR_PART"
 
 

@@ -1,5 +1,8 @@
 """Fixtures of the reliability tests: a TLS-terminated Tansu broker (stunnel in front,
-certificates made at test time), and helpers shared by the fault and crash tests."""
+certificates made at test time), the rdk log, and the ``soak`` marker's switch.
+
+Plain helpers shared with the other test directories (wait_until, read_log) are in
+tests/helpers.py."""
 
 from __future__ import annotations
 
@@ -28,18 +31,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "soak" in item.keywords:
             item.add_marker(skip)
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.02, what: str = "condition"):
-    """Poll ``predicate`` until it returns a truthy value or ``timeout`` seconds pass."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 class TlsSite:
@@ -116,41 +107,3 @@ def rdk_log(caplog):
     """Everything logged on the ``rdk`` logger (librdkafka's logs and errors included)."""
     caplog.set_level(logging.DEBUG, logger="rdk")
     return caplog
-
-
-def read_log(bootstrap: str, topic: str, partitions, timeout: float = 60.0) -> dict[int, list]:
-    """Every message now in ``partitions`` of ``topic``: {partition: [(offset, key, value)]}.
-
-    Reads up to each partition's high watermark (Admin.watermarks) through the C batch
-    helper, so the test sees exactly what the broker kept.
-    """
-    from rdk import _binding
-    from rdk._binding import ffi
-    from rdk._fetch import Fetcher
-
-    with Admin(bootstrap) as admin:
-        highs = {p: admin.watermarks(topic, p) for p in partitions}
-    rows: dict[int, list] = {p: [] for p in partitions}
-    client = _binding.Client("consumer", {"bootstrap.servers": bootstrap, "log_level": 3})
-    fetcher = Fetcher(client, topic)
-    try:
-        for p, (low, high) in highs.items():
-            if high > low:
-                fetcher.start(p, low)
-        want = sum(high - low for low, high in highs.values())
-        got = 0
-        deadline = time.monotonic() + timeout
-        while got < want:
-            assert time.monotonic() < deadline, f"read {got} of {want} messages of {topic}"
-            b = fetcher.fetch(200)
-            for i in range(b.n):
-                assert b.err[i] == 0, _binding.err_name(b.err[i])
-                vo, ko = b.value_offsets, b.key_offsets
-                value = ffi.unpack(b.values + vo[i], vo[i + 1] - vo[i])
-                key = ffi.unpack(b.keys + ko[i], ko[i + 1] - ko[i]) if ko[i + 1] > ko[i] else None
-                rows[b.partition[i]].append((b.offset[i], key, value))
-            got += b.n
-    finally:
-        fetcher.close()
-        client.close()
-    return rows

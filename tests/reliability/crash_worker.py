@@ -106,7 +106,7 @@ class Records:
             elif magic == MAGIC and body + 12 * n <= len(data):
                 parts = array("i", data[body:body + 4 * n])
                 offs = array("q", data[body + 4 * n:body + 12 * n])
-                self.batches.append(list(zip(parts, offs)))
+                self.batches.append(list(zip(parts, offs, strict=True)))
                 self.mismatches += field
                 pos = body + 12 * n
             else:

@@ -25,7 +25,7 @@ from functools import partial
 
 import crash_worker
 import pytest
-from conftest import wait_until
+from helpers import wait_until
 
 from rdk import Admin, Producer
 from rdk.mock import MockCluster
@@ -54,7 +54,7 @@ class OffsetFileReader(threading.Thread):
             for f in list_offset_files(self.directory, self.topic):
                 try:
                     value = read_offset_file(f.path)
-                except Exception as e:  # noqa: BLE001 - any failure to parse is a finding
+                except Exception as e:  # any failure to parse is a finding
                     self.errors.append(f"{f.path.name}: {type(e).__name__}: {e}")
                     continue
                 if value is None:  # never removed once written
@@ -174,7 +174,8 @@ def crash_run(tmp_path, total: int, kills: int, pace: float, seed: int) -> dict:
         "largest_in_flight_window": window_max, "repeats_beyond_the_window": beyond_window,
         "slowest_offset_write_ms": round(1000 * slowest_commit, 1),
         "mismatched_payloads": mismatches, "offset_file_reads": reader.reads,
-        "kills_of_running_consumers": started_kills, "reader_errors": reader.errors[:5], "kills_with_work_pending": sum(1 for n in pending_at_kill if n > 0),
+        "kills_of_running_consumers": started_kills, "reader_errors": reader.errors[:5],
+        "kills_with_work_pending": sum(1 for n in pending_at_kill if n > 0),
         "pending_at_last_kill": pending_at_kill[-1],
         "temp_files_left": [n for n in os.listdir(offset_dir) if n.endswith(".tmp")],
         "final_offsets": {p: read_offset_file(offset_file_path(offset_dir, topic, p))

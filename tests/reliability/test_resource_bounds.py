@@ -11,7 +11,7 @@ import time
 
 import psutil
 import pytest
-from conftest import wait_until
+from helpers import wait_until
 
 from rdk import Consumer, Producer
 from rdk.mock import MockCluster

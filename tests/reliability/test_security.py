@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import wait_until
+from helpers import wait_until
 
 from rdk import Admin, ConfigError, Consumer, Message, Producer
 from rdk.errors import KafkaError

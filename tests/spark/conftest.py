@@ -74,8 +74,4 @@ def kafka_reader(spark):
 @pytest.fixture(scope="session")
 def mock_broker(_brokers):
     """The session's mock cluster, for tests where one broker kind is enough."""
-    if "mock" not in _brokers:
-        from rdk.mock import MockCluster
-
-        _brokers["mock"] = MockCluster(3)
-    return _brokers["mock"]
+    return _brokers.get("mock")

@@ -1,0 +1,124 @@
+"""Plain helpers the test files share; fixtures live in the conftest.py files.
+
+Import them as ``from helpers import ...``: pyproject's ``[tool.pytest.ini_options]``
+puts tests/ on ``sys.path`` (``pythonpath``).
+
+- ``wait_until``: poll a real condition until it holds (tests never sleep to synchronise).
+- ``produce``, ``values``, ``Collector``, ``stored``: the consumer tests' data in and out.
+- ``read_log``: every message a broker kept, read through the C batch helper.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import rdk
+from rdk.offsets import read_offset_file
+
+
+def wait_until(condition, timeout: float = 20.0, what: str = "condition", *, interval: float = 0.02):
+    """Call ``condition`` every ``interval`` s until it returns something truthy; return that.
+
+    Raises AssertionError naming ``what`` when ``timeout`` seconds pass first (the condition
+    is called once more after the deadline, so a slow last poll still counts).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+# ---- consumer tests: data in and out -------------------------------------------------------
+
+
+def produce(broker, topic, partition, payloads):
+    """Produce ``payloads`` (bytes, or (key, value, headers) triples) and wait for delivery."""
+    msgs = [rdk.Message(p[1], key=p[0], headers=[(n.decode(), v) for n, v in p[2]] or None)
+            if isinstance(p, tuple) else p for p in payloads]
+    producer = rdk.Producer(broker.bootstrap_servers, queue_buffering_max_ms=5)
+    try:
+        assert producer.send(topic, partition, msgs).enqueued == len(msgs)
+    finally:
+        assert producer.stop(30) == 0, "messages left undelivered"
+
+
+def values(n, start=0, prefix=b"m"):
+    return [b"%s%d" % (prefix, i) for i in range(start, start + n)]
+
+
+class Collector:
+    """A receive_callback that keeps every batch; wait_for(n) waits for n messages."""
+
+    def __init__(self, on_batch=None):
+        self.batches = []
+        self.messages = []
+        self.cond = threading.Condition()
+        self.on_batch = on_batch
+
+    def __call__(self, info):
+        with self.cond:
+            self.batches.append(info)
+            self.messages.extend(info.messages)
+            self.cond.notify_all()
+        if self.on_batch is not None:
+            return self.on_batch(info)
+        return None
+
+    def wait_for(self, n, timeout=30.0):
+        with self.cond:
+            ok = self.cond.wait_for(lambda: len(self.messages) >= n, timeout)
+            assert ok, f"received {len(self.messages)} of {n} messages"
+
+    def offsets(self, partition=None):
+        return [m.offset for m in self.messages if partition is None or m.partition == partition]
+
+
+def stored(directory, topic, partition):
+    """The offset recorded in ``directory``'s offset file of ``topic``/``partition`` (or None)."""
+    return read_offset_file(directory / f"{topic}-{partition}.offset")
+
+
+# ---- reading back what a broker kept -------------------------------------------------------
+
+
+def read_log(bootstrap: str, topic: str, partitions, timeout: float = 60.0) -> dict[int, list]:
+    """Every message now in ``partitions`` of ``topic``: {partition: [(offset, key, value)]}.
+
+    Reads up to each partition's high watermark (Admin.watermarks) through the C batch
+    helper, so the test sees exactly what the broker kept.
+    """
+    from rdk import _binding
+    from rdk._binding import ffi
+    from rdk._fetch import Fetcher
+
+    with rdk.Admin(bootstrap) as admin:
+        highs = {p: admin.watermarks(topic, p) for p in partitions}
+    rows: dict[int, list] = {p: [] for p in partitions}
+    client = _binding.Client("consumer", {"bootstrap.servers": bootstrap, "log_level": 3})
+    fetcher = Fetcher(client, topic)
+    try:
+        for p, (low, high) in highs.items():
+            if high > low:
+                fetcher.start(p, low)
+        want = sum(high - low for low, high in highs.values())
+        got = 0
+        deadline = time.monotonic() + timeout
+        while got < want:
+            assert time.monotonic() < deadline, f"read {got} of {want} messages of {topic}"
+            b = fetcher.fetch(200)
+            for i in range(b.n):
+                assert b.err[i] == 0, _binding.err_name(b.err[i])
+                vo, ko = b.value_offsets, b.key_offsets
+                value = ffi.unpack(b.values + vo[i], vo[i + 1] - vo[i])
+                key = ffi.unpack(b.keys + ko[i], ko[i + 1] - ko[i]) if ko[i + 1] > ko[i] else None
+                rows[b.partition[i]].append((b.offset[i], key, value))
+            got += b.n
+    finally:
+        fetcher.close()
+        client.close()
+    return rows
