@@ -2,6 +2,8 @@
 input, each case with the exception type rdk documents and a pattern the message must
 match (naming the culprit).
 
+Each case belongs to a class (``catalogue_core.KINDS``). This module holds the first
+cases and imports every ``catalogue_cases_*.py`` beside it (one per area).
 Run as a script (``python -X faulthandler bad_input_catalogue.py RESULTS.json``) it starts
 a mock cluster, runs every case and writes one result per case; test_bad_input_catalogue.py
 does that in a subprocess, so a crash of the interpreter fails the run instead of the
@@ -10,25 +12,18 @@ test session.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
+import importlib
 import logging
 import pathlib
-import re
-import shutil
 import sys
-import tempfile
 import threading
 import time
-import traceback
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import rdk
-import rdk.cli
+from catalogue_core import CASES, CliExit, Env, case, cli, main, noop, table
+
 from rdk import (
     Admin,
     ClosedError,
@@ -43,72 +38,9 @@ from rdk.offsets import read_offset_file, write_offset_file
 from rdk.workers import WorkerPool
 
 
-@dataclass
-class Case:
-    name: str
-    run: Callable[[Any], Any]
-    exc: type[BaseException] | None  # None: must return normally (its own checks inside)
-    pattern: str = ""
-    known_bug: str = ""  # a case that fails today, with why (the test xfails it, strictly)
-
-
-class CliExit(Exception):
-    """What a CLI command did: its exit code and stderr, as one message."""
-
-
-CASES: list[Case] = []
-
-
-def case(name: str, exc: type[BaseException] | None, pattern: str = "",
-         known_bug: str = "") -> Callable:
-    def register(fn: Callable) -> Callable:
-        CASES.append(Case(name, fn, exc, pattern, known_bug))
-        return fn
-    return register
-
-
-def table(exc: type[BaseException], rows: list[tuple[str, Callable, str]]) -> None:
-    for name, fn, pattern in rows:
-        CASES.append(Case(name, fn, exc, pattern))
-
-
-def noop(*args: Any) -> None:
-    return None
-
-
-class Env:
-    """What the cases share: a mock cluster with topics ``cat`` (2 partitions) and ``solo``
-    (1), a scratch directory, a regular file, and a producer."""
-
-    def __init__(self) -> None:
-        from rdk.mock import MockCluster
-
-        self.mc = MockCluster(1)
-        self.b = self.mc.bootstrap_servers
-        self.mc.create_topic("cat", 2)
-        self.mc.create_topic("solo", 1)
-        self.root = pathlib.Path(tempfile.mkdtemp(prefix="rdk-catalogue-"))
-        self.file = self.root / "a-regular-file"
-        self.file.write_text("not a directory\n")
-        self._n = 0
-        self.producer = Producer(self.b, driver_options={"log_level": 3})
-
-    def dir(self) -> str:
-        self._n += 1
-        d = self.root / f"d{self._n}"
-        d.mkdir()
-        return str(d)
-
-    def consumer(self, **kw: Any) -> Consumer:
-        kw.setdefault("driver_options", {"log_level": 3})
-        directory = kw.pop("offset_directory") if "offset_directory" in kw else self.dir()
-        return Consumer(self.b, kw.pop("topic", "cat"), directory,
-                        kw.pop("receive_callback", noop), **kw)
-
-    def close(self) -> None:
-        self.producer.stop(5)
-        self.mc.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+def callback_case(name: str, exc: type[BaseException] | None, pattern: str = "",
+                  known_bug: str = "") -> Callable:
+    return case(name, exc, pattern, known_bug, kind="callback misbehaves")
 
 
 # ---- Producer: constructor -------------------------------------------------------------
@@ -438,7 +370,7 @@ class _Logged(logging.Handler):
             time.sleep(0.01)
 
 
-@case("receive_callback raises: logged, offsets still recorded, consumer goes on", None)
+@callback_case("receive_callback raises: logged, offsets still recorded, consumer goes on", None)
 def _(e: Env) -> None:
     topic = _fresh_topic(e)
     _fill(e, topic)
@@ -487,7 +419,7 @@ class _Stuck:
         return [str(w.message) for w in caught]
 
 
-@case("receive_callback never returns: stop(timeout=1) returns on time with a warning", None)
+@callback_case("receive_callback never returns: stop(timeout=1) returns on time with a warning", None)
 def _(e: Env) -> None:
     topic = _fresh_topic(e)
     _fill(e, topic)
@@ -498,7 +430,7 @@ def _(e: Env) -> None:
     assert any("receive_callback" in w for w in said), said
 
 
-@case("Consumer stats_callback never returns: stop(timeout=1) returns on time", None)
+@callback_case("Consumer stats_callback never returns: stop(timeout=1) returns on time", None)
 def _(e: Env) -> None:
     stuck = _Stuck()
     c = e.consumer(stats_callback=stuck, statistics_interval_ms=50)
@@ -506,13 +438,13 @@ def _(e: Env) -> None:
     stuck.stop_on_time(c)
 
 
-@case("Producer stats_callback never returns: stop(timeout=1) returns on time", None)
+@callback_case("Producer stats_callback never returns: stop(timeout=1) returns on time", None)
 def _(e: Env) -> None:
     stuck = _Stuck()
     stuck.stop_on_time(Producer(e.b, stats_callback=stuck, statistics_interval_ms=50))
 
 
-@case("on_delivery never returns: stop(timeout=1) returns on time", None)
+@callback_case("on_delivery never returns: stop(timeout=1) returns on time", None)
 def _(e: Env) -> None:
     stuck = _Stuck()
     p = Producer(e.b)
@@ -520,7 +452,7 @@ def _(e: Env) -> None:
     stuck.stop_on_time(p)
 
 
-@case("on_delivery and delivery_report_callback raise: logged, the producer goes on", None)
+@callback_case("on_delivery and delivery_report_callback raise: logged, the producer goes on", None)
 def _(e: Env) -> None:
     def boom_report(info) -> None:
         raise RuntimeError("boom in delivery_report_callback")
@@ -540,7 +472,7 @@ def _(e: Env) -> None:
         assert p.stop(10) == 0
 
 
-@case("stats_callback raises: logged, stats keep coming", None)
+@callback_case("stats_callback raises: logged, stats keep coming", None)
 def _(e: Env) -> None:
     calls = []
 
@@ -632,23 +564,6 @@ table(TypeError, [
 ])
 
 
-# ---- the rdk command line ----------------------------------------------------------------------
-def cli(*argv: str) -> Callable:
-    """Run ``rdk ARGV``; raise CliExit("exit CODE: STDERR") for the table to check."""
-    def run(e: Env) -> None:
-        args = [a.replace("{b}", e.b).replace("{dir}", e.dir()).replace("{file}", str(e.file))
-                for a in argv]
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            try:
-                code = rdk.cli.main(args)
-            except SystemExit as ex:
-                code = ex.code
-        lines = [line for line in err.getvalue().splitlines() if line.strip()]
-        raise CliExit(f"exit {code} ({len(lines)} line(s)): {' | '.join(lines)}")
-    return run
-
-
 table(CliExit, [
     ("rdk: unknown command", cli("bogus"), r"^exit 2 \(1 line\(s\)\): .*'bogus'"),
     ("rdk produce: no broker", cli("produce", "-t", "cat"), r"^exit 2 \(1 line\(s\)\): .*-b/--brokers"),
@@ -693,42 +608,15 @@ table(CliExit, [
 ])
 
 
-# ---- runner ------------------------------------------------------------------------------------
-def run_case(env: Env, c: Case) -> dict:
-    t0 = time.monotonic()
-    got: BaseException | None = None
-    try:
-        c.run(env)
-    except BaseException as e:  # the catalogue records whatever happened
-        got = e
-    took = round(time.monotonic() - t0, 3)
-    message = "" if got is None else str(got)
-    if c.exc is None:
-        ok = got is None
-    else:
-        ok = isinstance(got, c.exc) and not isinstance(got, AssertionError) and \
-            re.search(c.pattern, message, re.DOTALL) is not None
-    result = {"name": c.name, "ok": ok, "known_bug": c.known_bug,
-              "expected": c.exc.__name__ if c.exc else "no exception",
-              "pattern": c.pattern, "got": type(got).__name__ if got else "no exception",
-              "message": message[:400], "seconds": took}
-    if got is not None and not ok:
-        result["traceback"] = "".join(traceback.format_exception(got))[-1500:]
-    return result
+def _load_area_cases() -> None:
+    """Import every catalogue_cases_*.py beside this file (each registers its cases)."""
+    here = pathlib.Path(__file__).resolve().parent
+    for path in sorted(here.glob("catalogue_cases_*.py")):
+        importlib.import_module(path.stem)
 
 
-def main(out: str) -> int:
-    logging.basicConfig(level=logging.CRITICAL)
-    env = Env()
-    results = []
-    try:
-        for c in CASES:
-            results.append(run_case(env, c))
-            pathlib.Path(out).write_text(json.dumps(results))  # what ran so far survives a crash
-    finally:
-        env.close()
-    return 0
-
+_load_area_cases()
+__all__ = ["CASES", "main"]
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1]))

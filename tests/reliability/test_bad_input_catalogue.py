@@ -8,9 +8,11 @@ import json
 import pathlib
 import subprocess
 import sys
+from collections import Counter
 
 import bad_input_catalogue
 import pytest
+from catalogue_core import KINDS
 
 HERE = pathlib.Path(__file__).resolve().parent
 NAMES = [c.name for c in bad_input_catalogue.CASES]
@@ -19,6 +21,12 @@ NAMES = [c.name for c in bad_input_catalogue.CASES]
 def test_the_catalogue_has_at_least_60_cases_with_unique_names():
     assert len(NAMES) >= 60
     assert len(set(NAMES)) == len(NAMES)
+
+
+def test_every_case_belongs_to_a_known_class():
+    counts = Counter(c.kind for c in bad_input_catalogue.CASES)
+    assert set(counts) <= set(KINDS), set(counts) - set(KINDS)
+    print("catalogue:", len(NAMES), "cases;", dict(sorted(counts.items())))
 
 
 @pytest.fixture(scope="module")
