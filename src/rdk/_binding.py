@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -222,6 +224,15 @@ class TopicMetadata:
 
 # ---- client handle ---------------------------------------------------------------
 
+_NO_ARGUMENT = object()
+_DIGITS = re.compile(r"\d+")
+
+
+def _digits_out(text: str) -> str:
+    """A log line with its numbers blanked: the key under which repeats are counted."""
+    return _DIGITS.sub("#", text)
+
+
 _SYSLOG_TO_LOGGING = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
 
 EVENTS_ALL = (lib.RD_KAFKA_EVENT_DR | lib.RD_KAFKA_EVENT_STATS | lib.RD_KAFKA_EVENT_ERROR
@@ -270,6 +281,43 @@ def _free(state: dict) -> None:
         lib.rd_kafka_destroy(rk)
 
 
+class RepeatLimiter:
+    """Lets the same line through once per ``interval`` seconds; counts what it held back.
+
+    librdkafka repeats a connection failure every retry (an unreachable broker gave 83
+    warnings in 6 s): one client says it once, then every ``interval`` with the count.
+    """
+
+    def __init__(self, interval: float = 10.0) -> None:
+        self.interval = interval
+        self._seen: dict[Any, tuple[float, int]] = {}  # key -> (last shown, held back since)
+
+    def allow(self, key: Any) -> tuple[bool, int]:
+        """(show it now?, how many of it were held back since it was last shown)."""
+        now = time.monotonic()
+        last, held = self._seen.get(key, (-1e18, 0))
+        if now - last >= self.interval:
+            self._seen[key] = (now, 0)
+            if len(self._seen) > 1024:  # bounded: drop the oldest keys
+                for old in sorted(self._seen, key=lambda k: self._seen[k][0])[:512]:
+                    del self._seen[old]
+            return True, held
+        self._seen[key] = (last, held + 1)
+        return False, held + 1
+
+
+# Clients alive in this process: a forked child must never free or use its parent's handles.
+_LIVE_CLIENTS: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+def _forget_parent_clients() -> None:
+    for client in list(_LIVE_CLIENTS):
+        client._orphan()
+
+
+os.register_at_fork(after_in_child=_forget_parent_clients)
+
+
 class Client:
     """Owns one rd_kafka_t: its main event queue, topic handles and event thread.
 
@@ -278,7 +326,12 @@ class Client:
     ``on_stats(dict)``, ``on_error(KafkaError)``. Log lines go to ``logger``.
     ``on_poll()`` runs on the event thread after every poll of the main queue
     (``wake()`` makes the current or next poll return at once).
-    Exceptions raised by handlers are logged and never stop the thread.
+    Exceptions raised by handlers (``BaseException`` too: ``SystemExit`` in a background
+    thread cannot exit the program) are logged and never stop the thread. Repeated librdkafka
+    errors and warnings are rate-limited per client (``RepeatLimiter``).
+
+    librdkafka handles do not survive ``fork()``: in a child process every use raises
+    ClosedError at once and ``close()`` returns without touching the parent's handle.
     """
 
     def __init__(
@@ -304,7 +357,9 @@ class Client:
         self._topic_props = dict(topic_props or {})
         self._lock = threading.RLock()
         self._stopping = threading.Event()
+        self._repeats = RepeatLimiter()
         self.closed = False
+        self.pid = os.getpid()  # the process the handle belongs to
 
         conf = new_conf({"log.queue": True, **props})
         if self._topic_props:
@@ -339,6 +394,7 @@ class Client:
             )
             self._thread.start()
             self._state["event_thread"] = (self._stopping, self._thread, main_queue)
+        _LIVE_CLIENTS.add(self)
 
     @property
     def name(self) -> str:
@@ -376,9 +432,26 @@ class Client:
                 lib.rd_kafka_queue_destroy(q)
 
     def ensure_open(self) -> None:
-        """Raise ClosedError once close() was called."""
+        """Raise ClosedError once close() was called, or in a process forked after creation."""
+        if self.pid != os.getpid():
+            raise ClosedError(self.forked_message())
         if self.closed:
             raise ClosedError("this client is closed")
+
+    def forked_message(self) -> str:
+        return (f"this client was created in process {self.pid} and this is process "
+                f"{os.getpid()}: librdkafka handles do not survive fork(); create the client "
+                "in the process that uses it")
+
+    @property
+    def in_child(self) -> bool:
+        """True in a process forked after this client was created."""
+        return self.pid != os.getpid()
+
+    def _orphan(self) -> None:
+        """In a forked child: never free the parent's C objects (their threads are gone)."""
+        self.closed = True
+        self._finalizer.detach()
 
     # -- events ----------------------------------------------------------------
     def _event_loop(self) -> None:
@@ -439,32 +512,43 @@ class Client:
             if self._on_error is not None:
                 self._call(self._on_error, error)
             else:
-                self.logger.warning("librdkafka error: %s", error)
+                self._log_limited(logging.WARNING, (err, text), "librdkafka error: %s", error)
         elif etype == lib.RD_KAFKA_EVENT_LOG:
             fac = ffi.new("const char **")
             text = ffi.new("const char **")
             level = ffi.new("int *")
             if lib.rd_kafka_event_log(ev, fac, text, level) == 0:
-                self.logger.log(
-                    _SYSLOG_TO_LOGGING.get(level[0], 10),
-                    "librdkafka %s: %s",
-                    ffi.string(fac[0]).decode(errors="replace"),
-                    ffi.string(text[0]).decode(errors="replace"),
-                )
+                facility = ffi.string(fac[0]).decode(errors="replace")
+                line = ffi.string(text[0]).decode(errors="replace")
+                lvl = _SYSLOG_TO_LOGGING.get(level[0], 10)
+                if lvl >= logging.WARNING:
+                    self._log_limited(lvl, (facility, _digits_out(line)), "librdkafka %s: %s",
+                                      facility, line)
+                else:
+                    self.logger.log(lvl, "librdkafka %s: %s", facility, line)
+
+    def _log_limited(self, level: int, key: Any, fmt: str, *args: Any) -> None:
+        """Log once per RepeatLimiter interval for the same ``key``, saying how many were held."""
+        show, held = self._repeats.allow(key)
+        if show:
+            if held:
+                fmt += f" (and {held} more like it in the last {self._repeats.interval:g} s)"
+            self.logger.log(level, fmt, *args)
 
     def _call0(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except Exception:  # a user callback must never kill the event thread
-            self.logger.exception("exception in callback %r", getattr(fn, "__name__", fn))
+        self._call(fn, _NO_ARGUMENT)
 
     def _call(self, fn: Callable | None, arg: Any) -> None:
         if fn is None:
             return
         try:
-            fn(arg)
+            fn() if arg is _NO_ARGUMENT else fn(arg)
         except Exception:  # a user callback must never kill the event thread
             self.logger.exception("exception in callback %r", getattr(fn, "__name__", fn))
+        except BaseException as e:  # SystemExit/KeyboardInterrupt here cannot stop the program
+            self.logger.error("callback %r raised %s; a callback on rdk's event thread cannot "
+                              "exit the program, so it was logged and ignored",
+                              getattr(fn, "__name__", fn), type(e).__name__, exc_info=True)
 
     # -- metadata ----------------------------------------------------------------
     def metadata(self, topic: str | None = None, timeout: float = 10.0) -> list[TopicMetadata]:
@@ -519,7 +603,11 @@ class Client:
         """Stop the event thread and free every C object. Idempotent.
 
         Waits at most ``timeout`` seconds for the event thread: if a user callback holds it
-        longer, the C objects are freed as soon as that callback returns."""
+        longer, the C objects are freed as soon as that callback returns. In a forked child it
+        returns at once and frees nothing (the handle is the parent's)."""
+        if self.in_child:
+            self._orphan()
+            return
         with self._lock:
             if self.closed:
                 return

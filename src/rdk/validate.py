@@ -103,3 +103,23 @@ def check_choice(value: Any, name: str, choices: tuple) -> Any:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value
+
+
+_BOOTSTRAP_PROPERTIES = ("bootstrap.servers", "metadata.broker.list")
+
+
+def check_bootstrap_rule(broker: str, driver_options: Mapping[str, Any]) -> None:
+    """One rule for every client: the ``broker`` argument names the cluster.
+
+    ``driver_options`` may repeat it under ``bootstrap.servers`` (or its alias
+    ``metadata.broker.list``) only with the same value; a different one raises ConfigError
+    naming both, instead of one of them being silently ignored.
+    """
+    from .errors import ConfigError
+
+    for name in _BOOTSTRAP_PROPERTIES:
+        if name in driver_options and str(driver_options[name]) != broker:
+            raise ConfigError(
+                f"driver_options[{name!r}]={driver_options[name]!r} disagrees with broker="
+                f"{broker!r}: the broker argument names the cluster; drop {name!r} from "
+                "driver_options or give the same value")
