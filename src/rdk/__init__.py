@@ -22,7 +22,7 @@ from .errors import (
 )
 from .message import Message
 from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
-from .producer import Producer, SendResult
+from .producer import FlushResult, Producer, SendResult
 from .stats import ConsumerStats, PartitionStats
 
 __version__ = "0.1.0"
@@ -36,6 +36,7 @@ __all__ = [
     "Consumer",
     "ConsumerStats",
     "FileOffsetStore",
+    "FlushResult",
     "KafkaError",
     "LockedError",
     "Message",

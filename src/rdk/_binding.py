@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -140,6 +141,8 @@ def conf_value(name: str, value: Any) -> str:
     """A Python value as librdkafka's property text (True -> "true", 5 -> "5")."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"configuration property {name!r}: {value} is not a finite number")
     if isinstance(value, (int, float, str)):
         return str(value)
     raise ConfigError(

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import producer as _producer
-from .producer import Delivery, SendResult
+from .producer import Delivery, FlushResult, SendResult
 
-__all__ = ["Delivery", "Producer", "SendResult"]
+__all__ = ["Delivery", "FlushResult", "Producer", "SendResult"]
 
 
 def _settle(fut: asyncio.Future, delivered: int, failures: list) -> None:
@@ -69,8 +69,9 @@ class Producer:
             send()
         return await fut
 
-    async def flush(self, timeout: float = 15.0) -> int:
-        """Wait up to ``timeout`` for every enqueued message to settle; returns how many have not."""
+    async def flush(self, timeout: float = 15.0) -> FlushResult:
+        """Wait up to ``timeout`` for every enqueued message to settle (``rdk.Producer.flush``):
+        returns a ``FlushResult``, the messages not delivered (``.queued`` + ``.failed``)."""
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.flush, timeout)
 
     async def partition_count(self, topic: str, timeout: float = 10.0) -> int:
@@ -78,8 +79,9 @@ class Producer:
         return await asyncio.get_running_loop().run_in_executor(
             None, self._producer.partition_count, topic, timeout)
 
-    async def stop(self, timeout: float = 15.0) -> int:
-        """Drain and close (``rdk.Producer.stop``); returns how many messages were left undelivered."""
+    async def stop(self, timeout: float = 15.0) -> FlushResult:
+        """Drain and close (``rdk.Producer.stop``); returns a ``FlushResult``, the messages not
+        delivered (``.queued`` + ``.failed``; 0: all delivered)."""
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.stop, timeout)
 
     async def __aenter__(self) -> Producer:

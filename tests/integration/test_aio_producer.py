@@ -43,7 +43,8 @@ def test_failures_come_back_as_messages_with_their_errors(mock_cluster):
             mock_cluster.push_request_errors("Produce", ["INVALID_RECORD"])
             return await p.send("aio-faults", 0, [(b"k%d" % i, b"v%d" % i) for i in range(5)])
         finally:
-            assert await p.stop() == 0
+            left = await p.stop()
+            assert left == 5 and left.failed == 5 and left.queued == 0
 
     result = asyncio.run(main())
     assert result.delivered == 0

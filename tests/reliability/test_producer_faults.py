@@ -142,11 +142,13 @@ def test_producer_without_idempotence_reports_every_failure_and_the_log_holds_th
                   30: lambda: [cluster.partition_set_leader("faults", p, 2) for p in range(PARTITIONS)],
                   45: lambda: cluster.push_request_errors("Produce", ["NOT_ENOUGH_REPLICAS"] * 3)}
         stream_with_faults(cluster, producer, "faults", acc, faults)
-        assert producer.flush(60) == 0
+        flushed = producer.flush(60)
+        assert flushed.queued == 0
     total = PARTITIONS * CHUNKS * CHUNK
     failures = acc.failures
     assert set(acc.calls.values()) == {1} and len(acc.sends) == PARTITIONS * CHUNKS
     assert acc.delivered + len(failures) == total
+    assert flushed.failed == len(failures)  # flush() says how many were not delivered
     assert failures, "the pushed errors failed no message"
     names = Counter(err.name for _, err in failures)
     assert set(names) <= set(RETRIABLE) | {"NOT_LEADER_FOR_PARTITION"}, names
@@ -176,13 +178,15 @@ def test_producer_without_idempotence_accounts_for_a_broker_down_past_the_messag
             up.start()
 
         stream_with_faults(cluster, producer, "faults", acc, {20: broker_down_for_3s})
-        assert producer.flush(60) == 0
+        flushed = producer.flush(60)
+        assert flushed.queued == 0
     up.join(10)
     assert not up.is_alive()
     total = PARTITIONS * CHUNKS * CHUNK
     failures = acc.failures
     assert set(acc.calls.values()) == {1}
     assert acc.delivered + len(failures) == total
+    assert flushed.failed == len(failures)  # flush() says how many were not delivered
     assert failures and {err.name for _, err in failures} == {"_MSG_TIMED_OUT"}
     assert len(acc.reported) == len(failures)
     failed = {(m.partition, m.value) for m, _ in failures}
@@ -221,8 +225,9 @@ def test_non_retriable_errors_surface_by_name(cluster, case):
         else:
             partition, expected = 99, "_UNKNOWN_PARTITION"
         producer.send("faults", partition, values, on_delivery=acc.on_delivery(case))
-        assert producer.flush(30) == 0
-        wait_until(reported.is_set, 10, what="delivery_report_callback")
+        flushed = producer.flush(30)
+        assert flushed.queued == 0 and flushed.failed == len(acc.failures) > 0
+        assert reported.is_set()  # flush() returned after delivery_report_callback
     (delivered, failures), = acc.sends.values()
     names = {err.name for _, err in failures}
     assert names == {expected}, names

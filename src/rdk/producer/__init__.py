@@ -13,26 +13,28 @@ The package, by role:
 - ``_layout``: payloads -> the contiguous buffers one C call reads;
 - ``_accounting``: per-send delivery accounting and the callbacks it completes;
 - ``_balancers``: partition choice for ``partition=None`` and partition counts;
-- ``_types``: the values handed back (``SendResult``, ``Delivery``, callback arguments).
+- ``_types``: the values handed back (``SendResult``, ``FlushResult``, ``Delivery``, callback
+  arguments).
 """
 
 from __future__ import annotations
 
 from ._balancers import BALANCERS
 from ._producer import QUEUE_FULL_POLICIES, Producer
-from ._types import Delivery, DeliveryReportInfo, SendResult, StatsInfo
+from ._types import Delivery, DeliveryReportInfo, FlushResult, SendResult, StatsInfo
 
 __all__ = [
     "BALANCERS",
     "QUEUE_FULL_POLICIES",
     "Delivery",
     "DeliveryReportInfo",
+    "FlushResult",
     "Producer",
     "SendResult",
     "StatsInfo",
 ]
 
 # the public names keep the module they have always had (reprs, pickles, docs)
-for _public in (Producer, SendResult, Delivery, DeliveryReportInfo, StatsInfo):
+for _public in (Producer, SendResult, Delivery, DeliveryReportInfo, StatsInfo, FlushResult):
     _public.__module__ = __name__
 del _public

@@ -74,6 +74,8 @@ class Ledger:
         self.outstanding = 0  # enqueued messages whose delivery report has not been served
         self.dr_gen = 0  # bumped each time delivery reports free room in the queue
         self.dropped = 0  # messages refused by a full queue since the producer started
+        self.failed = 0  # messages failed (not for a full queue) since take_failed()
+        self.busy = 0  # event-thread passes running user callbacks: flush() waits for them
         self._ready: list[SendState] = []  # settled sends whose on_delivery is still due
         # failures not yet reported: (message, error) items for delivery_report_callback and
         # counts per error code (for its rdkafka_errinfo, or one log line without it)
@@ -86,8 +88,14 @@ class Ledger:
         return max(self.outstanding, 0)
 
     def settled(self) -> bool:
-        """Nothing outstanding and every callback served (caller holds the lock)."""
-        return self.outstanding <= 0 and not self._ready and not self._report_counts
+        """Nothing outstanding and every callback served and returned (caller holds the lock)."""
+        return (self.outstanding <= 0 and not self._ready and not self._report_counts
+                and self.busy == 0)
+
+    def take_failed(self) -> int:
+        """Messages failed since the previous call (caller holds the lock)."""
+        n, self.failed = self.failed, 0
+        return n
 
     # -- the sending thread ----------------------------------------------------
     def new_send(self, payloads: Sequence[Any], topic: str, partition: int | None,
@@ -132,6 +140,7 @@ class Ledger:
         with self.cond:
             k = len(dropped) + len(failed)
             self.dropped += len(dropped)
+            self.failed += len(failed)
             state.remaining -= k
             if k and kept:
                 state.failures = (state.failures or []) + failed + dropped
@@ -145,9 +154,12 @@ class Ledger:
 
     # -- the event thread ------------------------------------------------------
     def on_deliveries(self, d: Any) -> None:
-        """Fold one ``rdk_deliveries`` batch into the sends, then run due callbacks."""
+        """Fold one ``rdk_deliveries`` batch into the sends, then run due callbacks.
+
+        ``busy`` covers the callbacks: flush() returns only once they returned."""
         done: list[SendState] = []
         with self.cond:
+            self.busy += 1
             sends = self._sends
             n_runs = d.n_runs
             if n_runs:
@@ -170,10 +182,18 @@ class Ledger:
                 self._fold_failures(d, d.n_failed, done)
             self.dr_gen += 1
             self.cond.notify_all()
-        if self._dr_cb is not None and self._report_counts:
-            self.flush_report()  # promptly; without a callback the log line waits for serve_pending
-        for st in done:
-            self._complete(st)
+        try:
+            if self._dr_cb is not None and self._report_counts:
+                self.flush_report()  # promptly; without a callback the log line waits for serve_pending
+            for st in done:
+                self._complete(st)
+        finally:
+            self._done_busy()
+
+    def _done_busy(self) -> None:
+        with self.cond:
+            self.busy -= 1
+            self.cond.notify_all()
 
     def _fold_failures(self, d: Any, n_failed: int, done: list[SendState]) -> None:
         """Record failures on their sends (caller holds the lock).
@@ -196,6 +216,7 @@ class Ledger:
             if st.remaining == 0:
                 done.append(sends.pop(sid))
         self.outstanding -= n_failed
+        self.failed += n_failed
         if not detailed:  # nobody sees these messages one by one: count them for the log line
             self._add_report([], Counter(codes))
             return
@@ -226,13 +247,19 @@ class Ledger:
 
     def serve_pending(self) -> None:
         """After each poll: report pending failures, run on_delivery of settled sends."""
-        if self._report_counts:
-            self.flush_report()
-        if self._ready:
+        if not (self._report_counts or self._ready):
+            return
+        with self.cond:
+            self.busy += 1
+        try:
+            if self._report_counts:
+                self.flush_report()
             with self.cond:
                 ready, self._ready = self._ready, []
             for st in ready:
                 self._complete(st)
+        finally:
+            self._done_busy()
 
     def flush_report(self) -> None:
         """Pending failures -> delivery_report_callback (or one warning when there is none)."""
@@ -250,7 +277,7 @@ class Ledger:
             log.warning("rdk.Producer: %d message(s) not delivered: %s", sum(counts.values()),
                         ", ".join(f"{e['errname']} x{e['count']}" for e in errinfo))
             return
-        self._dr_cb(DeliveryReportInfo(items, errinfo))
+        run_user(self._dr_cb, "delivery_report_callback", DeliveryReportInfo(items, errinfo))
 
     def _add_report(self, items: list, counts: Mapping[int, int]) -> None:
         """Queue failures for the next report (caller holds the lock)."""
@@ -260,10 +287,19 @@ class Ledger:
 
     @staticmethod
     def _complete(st: SendState) -> None:
-        cb = st.on_delivery
-        if cb is None:
-            return
-        try:
-            cb(st.delivered, st.failures or [])
-        except Exception:
-            log.exception("exception in on_delivery callback %r", getattr(cb, "__name__", cb))
+        if st.on_delivery is not None:
+            run_user(st.on_delivery, "on_delivery callback", st.delivered, st.failures or [])
+
+
+def run_user(cb: Callable, what: str, *args: Any) -> None:
+    """Run a user callback on the event thread: whatever it raises (``SystemExit`` too) is
+    logged and never skips the accounting or the callbacks that follow."""
+    try:
+        cb(*args)
+    except Exception:
+        log.exception("exception in %s %r", what, getattr(cb, "__name__", cb))
+    except BaseException as e:  # a background thread cannot exit the program
+        log.error("%s %r raised %s; a callback on rdk's event thread cannot exit the "
+                  "program, so it was logged and ignored", what, getattr(cb, "__name__", cb),
+                  type(e).__name__, exc_info=True)
+

@@ -60,6 +60,13 @@ class Balancers:
         """Whether ``topic``'s partition count is known (its C balancer exists)."""
         return topic in self._entries
 
+    def known_count(self, topic: str) -> int | None:
+        """``topic``'s partition count if looked up within the TTL, else None (no lookup)."""
+        entry = self._entries.get(topic)
+        if entry is None or time.monotonic() - entry[2] > _PARTITION_COUNT_TTL:
+            return None
+        return entry[0]
+
     def choose(self, client: Client, topic: str, keyed: bool, timeout: float | None) -> tuple[int, Any]:
         """``(partition count, C balancer)`` for a send without a partition; ``(0, NULL)``
         leaves the choice to librdkafka's partitioner.

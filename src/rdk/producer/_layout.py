@@ -19,6 +19,7 @@ from .._binding import ffi
 from ..message import Message
 
 _EMPTY = ffi.new("char[1]")  # a non-NULL pointer for all-empty buffers
+_INT64_MAX = (1 << 63) - 1  # timestamps are int64 ms
 _MAX_BUFFER = 1 << 31  # int32 lengths: larger sends take int64 offsets
 
 
@@ -151,6 +152,9 @@ def _layout_general(payloads: Sequence[Any], args: Any, keep: list) -> list:
                 if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
                     raise TypeError(f"payloads[{i}]: timestamp must be an int of ms since the epoch "
                                     f"(>= 0) or None, got {ts!r}")
+                if ts > _INT64_MAX:
+                    raise ValueError(f"payloads[{i}]: timestamp {ts} is beyond int64 milliseconds "
+                                     f"(at most {_INT64_MAX})")
                 stamps[i] = ts
                 any_ts = True
         elif isinstance(p, tuple):

@@ -19,6 +19,7 @@ from .. import _binding
 from .._binding import ffi, lib
 from ..errors import ClosedError, ConfigError, KafkaError, QueueFullError
 from ..validate import (
+    check_bootstrap_rule,
     check_broker,
     check_callable,
     check_choice,
@@ -28,10 +29,10 @@ from ..validate import (
     check_timeout,
     check_topic_name,
 )
-from ._accounting import ERR_QUEUE_FULL, Ledger, SendState
+from ._accounting import ERR_QUEUE_FULL, Ledger, SendState, run_user
 from ._balancers import BALANCERS, Balancers, topic_properties
 from ._layout import layout, restrict
-from ._types import DeliveryReportInfo, SendResult, StatsInfo
+from ._types import DeliveryReportInfo, FlushResult, SendResult, StatsInfo
 
 log = logging.getLogger("rdk")
 
@@ -39,6 +40,15 @@ QUEUE_FULL_POLICIES = ("drop", "block", "raise")
 
 _UA = lib.RD_KAFKA_PARTITION_UA
 _PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
+_INT32_MAX = 0x7FFFFFFF
+# the longest wait librdkafka takes (int32 milliseconds, ~24.8 days): larger timeouts,
+# inf included, wait this long, i.e. without a practical limit
+MAX_TIMEOUT = _INT32_MAX / 1000
+
+
+def _timeout(value: Any, name: str = "timeout") -> float:
+    """A timeout in seconds (>= 0, not nan); beyond MAX_TIMEOUT (inf too) means MAX_TIMEOUT."""
+    return min(check_timeout(value, name), MAX_TIMEOUT)
 
 
 class Producer:
@@ -57,6 +67,15 @@ class Producer:
     ``on_queue_full``: ``"drop"`` (kafka-native: enqueue what fits, ``enqueued < n``),
     ``"block"`` (wait for room until ``send(..., timeout=)``), ``"raise"``
     (``rdk.QueueFullError``).
+
+    ``broker`` names the cluster: ``driver_options`` may repeat it as ``bootstrap.servers``
+    (or ``metadata.broker.list``) only with the same value (ConfigError otherwise). Timeouts
+    are seconds; ``inf`` or anything above ``MAX_TIMEOUT`` (~24.8 days, librdkafka's int32
+    milliseconds) waits that long, ``nan`` or a negative one raises ValueError.
+
+    A producer belongs to the process that created it: after ``os.fork()`` the child's
+    ``send()``/``flush()`` raise ``rdk.ClosedError`` at once and its ``stop()``/``close()``
+    return at once without touching the parent's librdkafka handle.
     """
 
     def __init__(
@@ -76,8 +95,8 @@ class Producer:
         check_broker(broker)
         self._stats_cb = check_callable(stats_callback, "stats_callback")
         dr_cb = check_callable(delivery_report_callback, "delivery_report_callback")
-        check_int(statistics_interval_ms, "statistics_interval_ms")
-        check_int(queue_buffering_max_messages, "queue_buffering_max_messages")
+        check_int(statistics_interval_ms, "statistics_interval_ms", maximum=_INT32_MAX)
+        check_int(queue_buffering_max_messages, "queue_buffering_max_messages", maximum=_INT32_MAX)
         check_number(queue_buffering_max_ms, "queue_buffering_max_ms")
         for kwname, prop, value in (
             ("statistics_interval_ms", "statistics.interval.ms", statistics_interval_ms),
@@ -87,6 +106,7 @@ class Producer:
             _binding.validate_options({prop: value}, kwname)  # librdkafka's range checks and text
         driver = check_options(driver_options, "driver_options")
         topic = check_options(topic_options, "topic_options")
+        check_bootstrap_rule(broker, driver)
         self.balancer = check_choice(balancer, "balancer", BALANCERS)
         self.on_queue_full = check_choice(on_queue_full, "on_queue_full", QUEUE_FULL_POLICIES)
         if str(driver.get("delivery.report.only.error", "false")).lower() in ("true", "1"):
@@ -139,13 +159,24 @@ class Producer:
         "block"``) and the first partition-count lookup of ``round_robin``/``least_bytes``.
         ``on_delivery(delivered_count, failures)`` runs once every message of this call is
         delivered or failed; ``failures`` is ``[(rdk.Message, KafkaError)]`` and includes
-        messages that were never enqueued.
+        messages that were never enqueued. An explicit ``partition`` beyond the topic's
+        partition count, when the producer already knows that count, raises ValueError.
+
+        From a producer callback (``on_delivery``, ``delivery_report_callback``,
+        ``stats_callback``: the thread that frees room) ``on_queue_full="block"`` cannot wait:
+        a send that finds the queue full there raises ``QueueFullError`` as under ``"raise"``.
+        In a process forked after the producer was created it raises ``rdk.ClosedError``.
         """
         if self._closing:
             raise ClosedError("Producer is stopped: send() after stop() is not allowed")
+        self._client.ensure_open()  # a forked child: before any lock or the parent's handle
         if self._fatal is not None:
             raise self._fatal
         part = self._check_send(topic, partition, payloads, timeout, on_delivery)
+        if timeout is not None:
+            timeout = min(timeout, MAX_TIMEOUT)
+        if part != _UA:
+            self._check_partition(topic, part)
         args = ffi.new("rdk_produce_args *")
         buffers = layout(payloads, args)  # validates every payload before anything is enqueued
         self._topics_ok.add(topic)
@@ -187,7 +218,7 @@ class Producer:
         elif isinstance(partition, int) and not isinstance(partition, bool):
             if partition < 0:
                 raise ValueError(f"partition must be >= 0 or None, got {partition}")
-            if partition > 0x7FFFFFFF:
+            if partition > _INT32_MAX:
                 raise ValueError(f"partition must be <= 2147483647 (int32), got {partition}")
             part = partition
         else:
@@ -200,14 +231,24 @@ class Producer:
             check_callable(on_delivery, "on_delivery")
         return part
 
+    def _check_partition(self, topic: str, part: int) -> None:
+        """An explicit partition against the partition count the producer already knows."""
+        count = self._balancers.known_count(topic)
+        if count is not None and part >= count:
+            raise ValueError(f"partition {part} of topic {topic!r} does not exist: the topic has "
+                             f"{count} partition(s), 0..{count - 1}")
+
     def _enqueue(self, send_id: int, state: SendState, args: Any, deadline: float | None) -> int:
         """The C call: enqueue what ``args`` lays out; returns how many librdkafka took.
 
         What it refuses becomes failures of the send. Under ``on_queue_full="block"`` the
         messages refused for lack of room are retried, in call order, once delivery reports
-        free room (until ``deadline``); under ``"raise"`` they raise ``QueueFullError``.
+        free room (until ``deadline``); under ``"raise"`` they raise ``QueueFullError``, and so
+        do they under ``"block"`` on the event thread, which is the thread that frees room.
         """
         total = args.n
+        block = self.on_queue_full == "block"
+        cannot_wait = block and self._client.on_event_thread()
         # call_index[p]: the position in the call of this attempt's p-th message
         call_index: Sequence[int] = range(total)
         enqueued = 0
@@ -227,7 +268,7 @@ class Producer:
                 failed = list(compress(range(args.n), codes))
                 queue_full = [call_index[p] for p in failed if codes[p] == ERR_QUEUE_FULL]
                 refused += [(call_index[p], codes[p]) for p in failed if codes[p] != ERR_QUEUE_FULL]
-                if not (queue_full and self.on_queue_full == "block"
+                if not (queue_full and block and not cannot_wait
                         and self._wait_for_room(gen, len(queue_full), deadline)):
                     break
                 call_index = array("i", queue_full)  # the retry enqueues exactly these, in order
@@ -238,6 +279,11 @@ class Producer:
             if queue_full or refused:
                 self._ledger.settle_unsent(send_id, state, queue_full, refused)
                 self._client.wake()
+        if queue_full and cannot_wait:
+            raise QueueFullError(
+                f"send to {state.topic!r} from a producer callback: the producer queue is full and "
+                "on_queue_full='block' cannot wait here (this callback runs on the thread that "
+                f"frees room); enqueued {enqueued} of {total}", enqueued, queue_full)
         if queue_full and self.on_queue_full == "raise":
             raise QueueFullError(
                 f"send to {state.topic!r}: the producer queue is full (queue_buffering_max_messages); "
@@ -273,7 +319,8 @@ class Producer:
 
     def _on_stats(self, stats: dict) -> None:
         if self._stats_cb is not None:
-            self._stats_cb(StatsInfo(self._ledger.queue_length, stats, self._ledger.dropped))
+            run_user(self._stats_cb, "stats_callback",
+                     StatsInfo(self._ledger.queue_length, stats, self._ledger.dropped))
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal:
@@ -289,15 +336,22 @@ class Producer:
         self._check_open()
         return self._ledger.queue_length
 
-    def flush(self, timeout: float = 15.0) -> int:
+    def flush(self, timeout: float = 15.0) -> FlushResult:
         """Wait up to ``timeout`` seconds for every enqueued message to settle.
 
-        Returns how many are still undelivered (0: all settled; their callbacks ran).
+        Returns a ``FlushResult``, an int of the messages **not delivered**: ``.queued``
+        still awaiting their report at the deadline plus ``.failed`` since the previous
+        ``flush()``/``stop()`` (failed reports, refusals by librdkafka). ``0`` means every
+        message was delivered and every ``on_delivery``/``delivery_report_callback`` of them
+        has returned. Raises RuntimeError from a producer callback, ClosedError after
+        ``stop()`` or in a forked child.
         """
         self._check_open()
-        check_timeout(timeout)
+        timeout = _timeout(timeout)
         self._not_on_event_thread("flush")
-        return self._drain(time.monotonic() + timeout)
+        queued = self._drain(time.monotonic() + timeout)
+        with self._cond:
+            return FlushResult(queued, self._ledger.take_failed())
 
     def _drain(self, deadline: float) -> int:
         settled = self._ledger.settled
@@ -319,21 +373,26 @@ class Producer:
         """Number of partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist."""
         self._check_open()
         check_topic_name(topic)
-        check_timeout(timeout)
-        return self._client.partition_count(topic, timeout)
+        return self._client.partition_count(topic, _timeout(timeout))
 
-    def stop(self, timeout: float = 15.0) -> int:
-        """Flush for up to ``timeout`` seconds, then close. Returns how many messages were
-        left undelivered (0: all delivered).
+    def stop(self, timeout: float = 15.0) -> FlushResult:
+        """Flush for up to ``timeout`` seconds, then close. Returns a ``FlushResult``: the
+        messages not delivered (``.queued`` + ``.failed``, as ``flush()``; 0: all delivered).
 
         Never waits past ``timeout``: what is still queued shortly before the deadline is
-        purged, so every message is reported (failed) rather than silently lost.
-        Idempotent; any later use raises ``rdk.ClosedError``.
+        purged, so every message is reported (failed, counted in ``.failed``) rather than
+        silently lost. Idempotent (a second call returns 0); any later use raises
+        ``rdk.ClosedError``. In a process forked after the producer was created it returns
+        0 at once: the child never sent anything, and the parent's handle is not touched.
         """
-        check_timeout(timeout)
+        timeout = _timeout(timeout)
+        if self._client.in_child:  # no lock: the parent's threads may have held it at fork
+            self._closing = True
+            self._client.close()
+            return FlushResult()
         with self._cond:
             if self._closing:
-                return 0
+                return FlushResult()
             self._not_on_event_thread("stop")
             self._closing = True
             self._cond.notify_all()
@@ -346,10 +405,11 @@ class Producer:
             self._cond.wait_for(lambda: self._active == 0, max(0.0, purge_at - start))
         left = self._drain(purge_at)
         if left:
-            lib.rd_kafka_purge(self._rk, _PURGE_ALL)
-            self._drain(close_at)
+            lib.rd_kafka_purge(self._rk, _PURGE_ALL)  # purged messages are reported as failed
+            left = self._drain(close_at)
         self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
-        return left
+        with self._cond:
+            return FlushResult(left, self._ledger.take_failed())
 
     def close(self) -> None:
         """Same as ``stop()`` (drains for up to 15 s, then closes)."""
@@ -358,6 +418,7 @@ class Producer:
     def _check_open(self) -> None:
         if self._closing:
             raise ClosedError("Producer is stopped: it cannot be used after stop()")
+        self._client.ensure_open()  # a forked child: ClosedError naming the fork
 
     def _not_on_event_thread(self, what: str) -> None:
         if self._client.on_event_thread():

@@ -14,6 +14,30 @@ class SendResult(NamedTuple):
     """Messages of this producer awaiting delivery right after the call."""
 
 
+class FlushResult(int):
+    """What ``flush()`` and ``stop()`` return: the messages **not delivered**, an ``int``.
+
+    Its value is ``queued + failed``, so ``== 0`` means every message was delivered.
+    ``queued``: enqueued messages still awaiting a delivery report at return; ``failed``:
+    messages that failed (delivery reports with an error, purged at ``stop()``, or refused by
+    librdkafka for another reason than a full queue) since the previous ``flush()``/``stop()``
+    returned. Messages ``on_queue_full`` refused are not counted here: ``send()``'s
+    ``enqueued`` and ``StatsInfo.dropped`` report those.
+    """
+
+    queued: int
+    failed: int
+
+    def __new__(cls, queued: int = 0, failed: int = 0) -> FlushResult:
+        obj = super().__new__(cls, queued + failed)
+        obj.queued = queued
+        obj.failed = failed
+        return obj
+
+    def __repr__(self) -> str:
+        return f"FlushResult(queued={self.queued}, failed={self.failed})"
+
+
 class Delivery(NamedTuple):
     """Accounting of one send() once every message is settled (what rdk.aio's send returns)."""
 

@@ -176,7 +176,7 @@ class _TaskProducer:
         if failures or left or stranded:
             first = failures[0][1] if failures else None
             raise DeliveryError(
-                f"rdkafka sink: {len(failures) + left} of {self.sent} rows were not delivered"
+                f"rdkafka sink: {len(failures) + left.queued} of {self.sent} rows were not delivered"
                 + (f"; first error: {first}" if first is not None else "")
                 + "; the task fails so Spark can retry it")
         return self.sent
