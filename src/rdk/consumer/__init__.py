@@ -26,6 +26,6 @@ Modules, one role each:
 """
 
 from ._batch import Batch
-from ._consumer import Consumer
+from ._consumer import METADATA_TIMEOUT, Consumer
 
-__all__ = ["Batch", "Consumer"]
+__all__ = ["METADATA_TIMEOUT", "Batch", "Consumer"]

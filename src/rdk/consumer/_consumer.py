@@ -22,6 +22,7 @@ from .. import _binding, _partitions, offsets, slots, stats
 from .._binding import lib
 from ..errors import ClosedError, ConfigError, KafkaError
 from ..validate import (
+    check_bootstrap_rule,
     check_broker,
     check_callable,
     check_choice,
@@ -46,6 +47,9 @@ log = logging.getLogger("rdk")
 
 _OFFSET_WRITE_INTERVAL = 0.1   # offset writes start at most 10 times a second (they coalesce)
 _WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
+METADATA_TIMEOUT = 10.0        # start(): seconds to learn the topic's partitions from the broker
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
 
 
 class Consumer:
@@ -63,6 +67,11 @@ class Consumer:
 
     ``receive_callback`` is needed for ``start()``/``run()``; scripts can instead iterate
     ``for batch in consumer.batches(timeout=...)``.
+
+    ``broker`` names the cluster: ``driver_options`` may repeat it as ``bootstrap.servers``
+    (or ``metadata.broker.list``) only with the same value (else ConfigError), as for the
+    Producer. A consumer belongs to the process that created it: in a forked child every
+    call raises ClosedError and ``stop()``/``close()`` return at once, touching nothing.
     """
 
     def __init__(
@@ -99,6 +108,8 @@ class Consumer:
             statistics_interval_ms, "statistics_interval_ms", minimum=0, maximum=86_400_000)
         self.queued_max_messages_kbytes = check_int(
             queued_max_messages_kbytes, "queued_max_messages_kbytes", minimum=1, maximum=2_097_151)
+        check_int(num_workers, "num_workers", maximum=_INT32_MAX)
+        check_int(worker_slot, "worker_slot", maximum=_INT32_MAX)
         self.num_workers, self.worker_slot = slots.check_slot(num_workers, worker_slot)
         self.start_offset = check_choice(start_offset, "start_offset", ("earliest", "latest"))
         self.on_offset_out_of_range = check_choice(
@@ -109,6 +120,7 @@ class Consumer:
         self.commit_on_error = commit_on_error
         if loop is not None and not is_event_loop(loop):
             raise TypeError(f"loop must be an asyncio event loop, got {type(loop).__name__}")
+        self._pid = os.getpid()  # the process this consumer belongs to
         self._configure(check_options(driver_options, "driver_options"),
                         check_options(topic_options, "topic_options"))
         self.offset_directory, self._store = _offset_store(offset_store, offset_directory, self.topic)
@@ -122,6 +134,7 @@ class Consumer:
         self._running.set()
         self._tracker = SettlementTracker(commit_on_error, self.logger, self.topic)
         self._loop_thread = LoopThread(loop, name=f"rdk-asyncio-{self.topic}")
+        self._loop_thread.check_open()
         self._error: KafkaError | None = None
         self._client: _binding.Client | None = None
         self._pipeline: FetchPipeline | None = None
@@ -137,6 +150,7 @@ class Consumer:
         if "auto.offset.reset" in topic_options:
             raise ConfigError("topic_options: set the out-of-range behaviour with "
                               "on_offset_out_of_range= instead of 'auto.offset.reset'")
+        check_bootstrap_rule(self.broker, driver_options)
         self._props = {
             "queued.max.messages.kbytes": self.queued_max_messages_kbytes,
             "statistics.interval.ms": self.statistics_interval_ms if self._stats_callback else 0,
@@ -158,17 +172,26 @@ class Consumer:
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> list[int]:
         """Take the partition locks, resume from stored progress and begin delivering
-        batches to ``receive_callback`` on a background thread. Returns the owned partitions."""
+        batches to ``receive_callback`` on a background thread. Returns the owned partitions.
+
+        Waits up to METADATA_TIMEOUT (10 s) for the topic's partitions: an unknown topic on a
+        reachable broker fails at once (UNKNOWN_TOPIC_OR_PART); a broker that does not
+        answer fails after that wait, with an error naming the broker and the wait.
+        ``loop=`` closed: ValueError."""
+        self._check_process()
         if self._receive_callback is None:
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         return self._open("callback")
 
     def _open(self, mode: str) -> list[int]:
         with self._state_lock:
+            self._check_process()
             if self._state != "new":
                 if self._state == "running":
                     raise RuntimeError("this Consumer is already started")
                 raise ClosedError("this Consumer is stopped; make a new one")
+            if mode == "callback":
+                self._loop_thread.check_open()
             try:
                 pipeline = self._setup()
             except BaseException:
@@ -183,7 +206,7 @@ class Consumer:
                 self._delivery = DeliveryThread(
                     pipeline, self._receive_callback, tracker=self._tracker, settle=self._settle,
                     loop=self._loop_thread, stopping=self._stop_event, running=self._running,
-                    logger=self.logger)
+                    logger=self.logger, abandon=self._abandon, fail=self._fail, topic=self.topic)
                 self._delivery.start(f"rdk-deliver-{self.topic}")
             return list(self.partitions)
 
@@ -193,7 +216,7 @@ class Consumer:
             "consumer", self._props, self._topic_props, logger=cast(logging.Logger, self.logger),
             on_stats=self._on_stats if self._stats_callback else None,
             on_error=self._on_client_error)
-        count = client.partition_count(self.topic)
+        count = self._partition_count(client)
         owned = slots.owned_partitions(count, self.num_workers, self.worker_slot, self.topic)
         if self.offset_directory is not None:
             self._lock = offsets.lock_partitions(self.offset_directory, self.topic, owned)
@@ -203,7 +226,7 @@ class Consumer:
             bind(topic=self.topic, broker=self.broker, driver_options=self._driver_options,
                  logger=self.logger)
         stored = self._store.read(owned)
-        starts = _stored_starts(stored, owned)
+        starts = _stored_starts(stored, owned, self._store)
         fresh = [p for p in owned if p not in starts]
         if fresh and self.start_offset == "latest":
             starts.update(self._high_watermarks(client, fresh))
@@ -227,6 +250,20 @@ class Consumer:
                          {p: stored[p] + 1 if p in stored else self.start_offset for p in owned})
         return pipeline
 
+    def _partition_count(self, client: _binding.Client) -> int:
+        """The topic's partitions, within METADATA_TIMEOUT; an error naming what was waited for."""
+        t0 = time.monotonic()
+        try:
+            return client.partition_count(self.topic, METADATA_TIMEOUT)
+        except KafkaError as e:
+            if e.name == "UNKNOWN_TOPIC_OR_PART":
+                raise
+            raise KafkaError(
+                e.code, f"no metadata for topic {self.topic!r} from broker {self.broker!r} "
+                f"after waiting {time.monotonic() - t0:.1f} s (start() waits up to "
+                f"{METADATA_TIMEOUT:g} s): {e.description}; is the broker reachable?",
+                context="start()") from e
+
     def _high_watermarks(self, client: _binding.Client, partitions: list[int]) -> dict[int, int]:
         """Explicit "latest" offsets, right on every broker: ListOffsets confirmed by a short
         fetch (Tansu's ListOffsets(latest) is wrong) on a client with partition EOF."""
@@ -245,7 +282,9 @@ class Consumer:
         """``start()``, then block until ``stop()`` (from anywhere) or KeyboardInterrupt.
 
         Raises the KafkaError that stopped the consumer, if one did (e.g. an out-of-range
-        offset with ``on_offset_out_of_range="error"``).
+        offset with ``on_offset_out_of_range="error"``, or ``_FAIL`` when receive_callback,
+        or the Future/awaitable it returned, ended with a BaseException such as SystemExit:
+        that exception is the error's ``__cause__``).
         """
         self.start()
         try:
@@ -261,9 +300,16 @@ class Consumer:
 
         Returns within ``timeout`` even if a callback never returns (with a warning saying
         so). Called from inside a callback, it only asks for the stop and returns; the
-        consumer finishes the stop once the callback has returned. Idempotent.
+        consumer finishes the stop once the callback has returned. Idempotent. ``timeout``
+        must be finite (ValueError for inf, nan or beyond threading.TIMEOUT_MAX). In a forked
+        child it returns at once, leaving the parent's handle, locks and offsets alone.
         """
         timeout = check_timeout(timeout)
+        if timeout > threading.TIMEOUT_MAX:
+            raise ValueError(f"timeout must be a finite number of seconds <= "
+                             f"{threading.TIMEOUT_MAX:.0f}, got {timeout}")
+        if os.getpid() != self._pid:
+            return
         with self._state_lock:
             if self._state == "new":
                 self._state = "closed"
@@ -311,8 +357,7 @@ class Consumer:
                 self._warn(f"receive_callback has not returned within stop(timeout={timeout}); "
                            "stopping without it (its batch's offsets are not recorded)")
             # (batches() settles only on commit() or the next request: nothing to wait for)
-            if self._mode == "callback" and not self._tracker.wait_settled(
-                    deadline - reserve - time.monotonic()):
+            if self._mode == "callback" and not self._wait_settled(deadline - reserve):
                 self._warn(f"{self._tracker.unsettled} batch(es) still in flight at "
                            f"stop(timeout={timeout}); their offsets are not recorded")
             self._tracker.close()
@@ -325,6 +370,16 @@ class Consumer:
             with self._state_lock:
                 self._state = "closed"
             self._closed_event.set()
+
+    def _wait_settled(self, until: float) -> bool:
+        """Wait (until monotonic ``until``) for in-flight batches; awaitables on a loop that
+        cannot run them are given up at once (see DeliveryThread.watch_loop)."""
+        while not self._tracker.wait_settled(min(0.1, until - time.monotonic())):
+            if time.monotonic() >= until:
+                return False
+            if self._delivery is not None:
+                self._delivery.watch_loop()
+        return True
 
     def _warn(self, text: str) -> None:
         self.logger.warning("consumer of %s: %s", self.topic, text)
@@ -379,12 +434,19 @@ class Consumer:
                 return
             self._error = err
         if self._mode == "callback":
-            self.logger.error("consumer of %s stops: %s (on_offset_out_of_range=%r)",
-                              self.topic, err, self.on_offset_out_of_range)
+            self.logger.error("consumer of %s stops: %s", self.topic, err)
             self._stop_event.set()
             threading.Thread(target=self.stop, daemon=True, name=f"rdk-stop-{self.topic}").start()
 
     # ---- flow control ---------------------------------------------------------------
+    def _check_process(self) -> None:
+        """ClosedError in a process forked after this consumer was created."""
+        if os.getpid() != self._pid:
+            raise ClosedError(
+                f"this Consumer of {self.topic!r} was created in process {self._pid} and this is "
+                f"process {os.getpid()}: librdkafka handles do not survive fork(); create the "
+                "Consumer in the process that uses it")
+
     def pause(self) -> None:
         """Stop deliveries and fetching of the owned partitions (librdkafka's pause), so
         memory stays bounded. Callable from ``receive_callback`` and from any thread."""
@@ -399,6 +461,7 @@ class Consumer:
         return not self._running.is_set()
 
     def _pause_resume(self, pause: bool) -> None:
+        self._check_process()
         with self._state_lock:
             if self._state in ("stopping", "closed"):
                 raise ClosedError(f"this Consumer is stopped ({self._state})")
@@ -420,12 +483,18 @@ class Consumer:
     # ---- settling --------------------------------------------------------------------
     def _settle(self, batch: Batch, ok: bool) -> None:
         """A batch is done (``ok``: processed): record what became recordable."""
+        self._check_process()
         was_pending, record = self._tracker.settle(batch, ok)
         if not was_pending:
             return
         if record and self._committer is not None:
             self._committer.record(record)
         if self._delivery is not None:
+            self._delivery.release()
+
+    def _abandon(self, batch: Batch) -> None:
+        """A batch whose processing never ended: never recorded (see SettlementTracker)."""
+        if self._tracker.abandon(batch) and self._delivery is not None:
             self._delivery.release()
 
     # ---- iterator interface ------------------------------------------------------------
@@ -437,6 +506,7 @@ class Consumer:
         batch arrives within ``timeout`` seconds (None: wait forever) or after ``stop()``;
         raises the KafkaError that stopped fetching, if any.
         """
+        self._check_process()
         if timeout is not None:
             timeout = check_timeout(timeout)
         with self._state_lock:
@@ -450,6 +520,7 @@ class Consumer:
     def _iterate(self, timeout: float | None) -> Iterator[Batch]:
         prev: Batch | None = None
         while True:
+            self._check_process()
             if prev is not None:
                 prev.commit()
                 prev = None
@@ -494,8 +565,16 @@ class Consumer:
             shared_queue=True,
         )
         self.last_stats = info
-        if self._stats_callback is not None:
+        if self._stats_callback is None:
+            return
+        try:
             self._stats_callback(info)
+        except Exception:
+            self.logger.exception("consumer of %s: stats_callback raised", self.topic)
+        except BaseException as e:  # it runs on the client's event thread
+            self.logger.error("consumer of %s: stats_callback raised %s; it runs on rdk's event "
+                              "thread, so it cannot stop the program: logged, the consumer goes on",
+                              self.topic, type(e).__name__, exc_info=True)
 
     def _on_client_error(self, err: KafkaError) -> None:
         if err.fatal:
@@ -531,15 +610,19 @@ def _offset_store(store: Any, directory: str | os.PathLike | None, topic: str) -
     return (offsets.ensure_directory(directory) if directory is not None else None), store
 
 
-def _stored_starts(stored: Mapping[int, Any], owned: list[int]) -> dict[int, int]:
+def _stored_starts(stored: Any, owned: list[int], store: Any) -> dict[int, int]:
     """{partition: next offset} from what ``offset_store.read()`` gave (last processed)."""
+    what = f"offset_store.read() of {type(store).__name__}"
+    if not isinstance(stored, Mapping):
+        raise TypeError(f"{what} must return a dict {{partition: last processed offset}}, "
+                        f"got {type(stored).__name__}")
     starts = {}
     for p in owned:
         last = stored.get(p)
         if last is None:
             continue
-        if not isinstance(last, int) or isinstance(last, bool) or last < -1:
-            raise ValueError(f"offset_store.read() gave {last!r} for partition {p}; "
-                             "expected the last processed offset, an int >= -1")
+        if not isinstance(last, int) or isinstance(last, bool) or not -1 <= last < _INT64_MAX:
+            raise ValueError(f"{what} gave {last!r} for partition {p}; expected the last "
+                             f"processed offset, an int in -1..{_INT64_MAX - 1}")
         starts[p] = last + 1
     return starts

@@ -3,6 +3,12 @@
 A batch settles when the callback returns, or, if it returned a
 ``concurrent.futures.Future`` or an awaitable, when that completes (an awaitable runs on
 the :class:`LoopThread`). At most MAX_IN_FLIGHT batches are unsettled at a time.
+
+What ends a batch's processing without a result (a ``BaseException`` such as SystemExit
+from the callback, its Future or its awaitable; a cancelled Future; an awaitable that
+cannot run because its loop is closed, not running or gone) makes the batch *abandoned*:
+never recorded, nor anything after it in its partitions, and the consumer fails with a
+KafkaError ``_FAIL`` saying what happened.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from .._binding import ERROR_CODES
+from ..errors import KafkaError
 from ._batch import Batch
 from ._loop_thread import LoopThread
 from ._pipeline import FetchPipeline
@@ -28,13 +36,16 @@ MAX_IN_FLIGHT = 16  # unsettled batches (Futures / awaitables) before delivery w
 class DeliveryThread:
     """Takes converted batches from the pipeline and hands them to ``callback``.
 
-    ``settle(batch, ok)`` is the consumer's settlement (which calls :meth:`release`).
+    ``settle(batch, ok)`` is the consumer's settlement (which calls :meth:`release`);
+    ``abandon(batch)`` gives a batch up unrecorded; ``fail(err)`` stops the consumer.
     """
 
     def __init__(self, pipeline: FetchPipeline, callback: Callable[[Batch], Any], *,
                  tracker: SettlementTracker, settle: Callable[[Batch, bool], None],
                  loop: LoopThread, stopping: threading.Event, running: threading.Event,
-                 logger: logging.Logger | logging.LoggerAdapter) -> None:
+                 logger: logging.Logger | logging.LoggerAdapter,
+                 abandon: Callable[[Batch], None], fail: Callable[[KafkaError], None],
+                 topic: str) -> None:
         self.pipeline = pipeline
         self.callback = callback
         self.tracker = tracker
@@ -45,6 +56,11 @@ class DeliveryThread:
         self._stopping = stopping
         self._running = running
         self._in_flight = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._abandon = abandon
+        self._fail = fail
+        self.topic = topic
+        self._awaiting: dict[concurrent.futures.Future, Batch] = {}  # on the loop
+        self._awaiting_lock = threading.Lock()
 
     def start(self, name: str) -> None:
         self.thread = threading.Thread(target=self._deliver_loop, name=name, daemon=True)
@@ -60,13 +76,14 @@ class DeliveryThread:
             try:
                 filled = pipeline.wait_filled(0.1)
             except queue.Empty:
-                if stopping.is_set():
+                if stopping.is_set() or self.watch_loop():
                     return
                 continue
             while not running.is_set() and not stopping.is_set():
                 running.wait(0.1)
             while not stopping.is_set() and not self._in_flight.acquire(timeout=0.1):
-                pass
+                if self.watch_loop():
+                    return
             if stopping.is_set():
                 return
             batch = pipeline.convert(filled)
@@ -82,6 +99,9 @@ class DeliveryThread:
             self.logger.exception("receive_callback raised on %r", batch)
             self.settle(batch, False)
             return
+        except BaseException as e:  # noqa: BLE001 - SystemExit...: the consumer fails, said
+            self.give_up(batch, f"receive_callback raised {type(e).__name__}", e)
+            return
         if result is None:
             self.settle(batch, True)
         elif isinstance(result, concurrent.futures.Future):
@@ -89,20 +109,61 @@ class DeliveryThread:
         elif hasattr(result, "__await__"):
             try:
                 fut = self.loop.submit(result)
-            except Exception:
-                self.logger.exception("cannot run the awaitable receive_callback returned")
-                self.settle(batch, False)
+            except RuntimeError as e:  # the loop is closed
+                close = getattr(result, "close", None)
+                if callable(close):
+                    close()  # a coroutine that never ran (no "never awaited" warning)
+                self.give_up(batch, "the awaitable receive_callback returned cannot run on "
+                             f"loop ({e})", e)
                 return
+            with self._awaiting_lock:
+                self._awaiting[fut] = batch
             fut.add_done_callback(partial(self._future_done, batch))
         else:
             self.settle(batch, True)
 
     def _future_done(self, batch: Batch, fut: concurrent.futures.Future) -> None:
+        with self._awaiting_lock:
+            self._awaiting.pop(fut, None)
         if fut.cancelled():
-            self.logger.error("the future for %r was cancelled", batch)
-            self.settle(batch, False)
+            self.give_up(batch, "the Future receive_callback returned was cancelled (its work "
+                         "may not have happened)", None)
             return
         exc = fut.exception()
+        if exc is not None and not isinstance(exc, Exception):
+            self.give_up(batch, f"the Future/awaitable receive_callback returned ended with "
+                         f"{type(exc).__name__}", exc)
+            return
         if exc is not None:
             self.logger.error("processing %r failed", batch, exc_info=exc)
         self.settle(batch, exc is None)
+
+    def give_up(self, batch: Batch, what: str, exc: BaseException | None) -> None:
+        """``batch``'s processing ended without a result: abandon it and fail the consumer."""
+        self._abandon(batch)
+        text = (f"{what}{f': {exc!r}' if exc is not None else ''}; the consumer stopped and "
+                f"{batch!r} is not recorded as processed")
+        self.logger.error("consumer of %s: %s", self.topic, text,
+                          exc_info=exc if exc is not None else None)
+        err = KafkaError(ERROR_CODES["_FAIL"], text, context=f"consumer of {self.topic}")
+        err.__cause__ = exc
+        self._fail(err)
+
+    def watch_loop(self) -> bool:
+        """If awaitables wait on a loop that cannot run them (closed, not running for
+        LOOP_STALL_SECONDS, or our loop's thread ended): abandon their batches and fail the
+        consumer. Returns whether it did."""
+        with self._awaiting_lock:
+            if not self._awaiting:
+                return False
+        problem = self.loop.problem()
+        if problem is None:
+            return False
+        with self._awaiting_lock:
+            pending, self._awaiting = self._awaiting, {}
+        for batch in pending.values():
+            self._abandon(batch)
+        text = f"{problem}; {len(pending)} batch(es) abandoned, not recorded as processed"
+        self.logger.error("consumer of %s: %s", self.topic, text)
+        self._fail(KafkaError(ERROR_CODES["_FAIL"], text, context=f"consumer of {self.topic}"))
+        return True

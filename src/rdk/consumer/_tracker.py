@@ -66,6 +66,21 @@ class SettlementTracker:
                 self._pop_settled(p, record)
             return True, record
 
+    def abandon(self, batch: Batch) -> bool:
+        """A batch whose processing never ended (or never ran): it stops being in flight, but
+        nothing from it or after it in its partitions is ever recorded in this run.
+        Returns whether it was pending."""
+        with self.cond:
+            entries = batch._entries
+            if entries is None or entries is _SETTLED:
+                return False
+            batch._entries = _SETTLED
+            self.unsettled -= 1
+            self.cond.notify_all()
+            for p, _ in entries:  # its entries stay pending: nothing behind them pops
+                self._blocked.add(p)
+            return True
+
     def _pop_settled(self, p: int, record: dict[int, int]) -> None:
         """Move partition ``p``'s settled prefix into ``record`` (caller holds cond)."""
         q = self._queues[p]
