@@ -28,6 +28,19 @@ _DELETE = _TopicOp("rd_kafka_DeleteTopic_t *[]", lib.rd_kafka_DeleteTopics,
                    lib.rd_kafka_event_DeleteTopics_result, lib.rd_kafka_DeleteTopics_result_topics)
 
 
+# librdkafka takes timeouts as int milliseconds (and rdk waits 2 s longer for the answer)
+MAX_TIMEOUT = 2_000_000.0
+
+
+def _check_timeout(value: Any, name: str = "timeout") -> float:
+    """A finite number of seconds in 0..MAX_TIMEOUT (about 23 days); ValueError naming it."""
+    seconds = check_timeout(value, name)
+    if not seconds <= MAX_TIMEOUT:
+        raise ValueError(f"{name} must be a finite number of seconds <= {MAX_TIMEOUT:g} "
+                         f"(librdkafka takes int milliseconds), got {value}")
+    return seconds
+
+
 class Admin:
     """Topic admin and metadata: ``Admin(broker, driver_options=None)``.
 
@@ -55,7 +68,7 @@ class Admin:
         With ``exist_ok=True`` a topic that already exists is not an error.
         Raises KafkaError naming the first topic that failed, with librdkafka's text.
         """
-        check_timeout(timeout)
+        _check_timeout(timeout)
         specs = _topic_specs(topics)
         errstr = ffi.new("char[]", 512)
         new_topics = []
@@ -77,7 +90,7 @@ class Admin:
 
     def delete_topics(self, names: Iterable[str], *, timeout: float = 30.0) -> None:
         """Delete topics; KafkaError names the first that failed."""
-        check_timeout(timeout)
+        _check_timeout(timeout)
         names = list(names) if not isinstance(names, str) else [names]
         for n in names:
             check_topic_name(n)
@@ -90,7 +103,7 @@ class Admin:
 
     def list_topics(self, timeout: float = 10.0) -> list[TopicMetadata]:
         """Every topic with its partitions' leader, replicas and ISR."""
-        check_timeout(timeout)
+        _check_timeout(timeout)
         return sorted(
             (t for t in self._client.metadata(None, timeout) if not t.name.startswith("__")),
             key=lambda t: t.name,
@@ -98,7 +111,7 @@ class Admin:
 
     def partition_count(self, topic: str, timeout: float = 10.0) -> int:
         check_topic_name(topic)
-        check_timeout(timeout)
+        _check_timeout(timeout)
         return self._client.partition_count(topic, timeout)
 
     # -- offsets -----------------------------------------------------------------
@@ -110,7 +123,7 @@ class Admin:
         response's high watermark, which is right everywhere.
         """
         check_topic_name(topic)
-        check_timeout(timeout)
+        _check_timeout(timeout)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
         self._client.ensure_open()
         if self._fetch_client is None:
@@ -125,7 +138,7 @@ class Admin:
         """(low, high) exactly as the broker's ListOffsets answers them."""
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
-        check_timeout(timeout)
+        _check_timeout(timeout)
         self._client.ensure_open()
         return _partitions.query_watermarks(self._client, topic, partition, timeout)
 
@@ -134,7 +147,7 @@ class Admin:
     ) -> dict[int, int]:
         """For each partition, the earliest offset whose timestamp is >= the given ms (-1: none)."""
         check_topic_name(topic)
-        check_timeout(timeout)
+        _check_timeout(timeout)
         if not isinstance(timestamps, Mapping):
             raise TypeError("offsets_for_times: timestamps must be a dict of partition to ms, "
                             f"got {type(timestamps).__name__}")
@@ -142,6 +155,9 @@ class Admin:
             if not isinstance(p, int) or not isinstance(ms, int):
                 raise TypeError("offsets_for_times: partition and timestamp must be int, "
                                 f"got {p!r}: {ms!r}")
+            check_int(p, "offsets_for_times: partition", minimum=0, maximum=2**31 - 1)
+            check_int(ms, f"offsets_for_times: timestamp of partition {p} (ms)", minimum=0,
+                      maximum=2**63 - 1)
         tpl = _partitions.partition_list((topic, p, ms) for p, ms in timestamps.items())
         check(lib.rd_kafka_offsets_for_times(self._rk, tpl, int(timeout * 1000)),
               f"offsets_for_times on {topic!r}")
@@ -227,7 +243,7 @@ def _topic_specs(topics: Mapping[str, int] | Iterable[tuple]) -> list[tuple[str,
     for name, parts, repl, config in items:
         check_topic_name(name)
         for what, n in (("partitions", parts), ("replication", repl)):
-            check_int(n, f"topic {name!r}: {what}")
+            check_int(n, f"topic {name!r}: {what}", maximum=2**31 - 1)
             if n < 1 and n != -1:
                 raise ValueError(f"topic {name!r}: {what} must be a positive int, got {n!r}")
         out.append((name, parts, repl, check_options(config, f"topic {name!r}: config")))

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -52,6 +53,9 @@ __all__ = [
 API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
             "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
             "ApiVersions": 18, "CreateTopics": 19, "InitProducerId": 22}
+
+
+MAX_MOCK_BROKERS = 1024  # each mock broker is a listener and a thread in this process
 
 
 def free_port() -> int:
@@ -89,18 +93,30 @@ def _error_code(err: int | str) -> int:
         if name not in ERROR_CODES:
             raise ValueError(f"unknown librdkafka error name {err!r}")
         return ERROR_CODES[name]
-    return check_int(err, "error code")
+    return check_int(err, "error code", minimum=-(2**31), maximum=2**31 - 1)
 
 
 def _api_key(api: int | str) -> int:
     if isinstance(api, str):
         return API_KEYS[check_choice(api, "api", tuple(API_KEYS))]
-    return check_int(api, "api", minimum=0)
+    return check_int(api, "api", minimum=0, maximum=2**15 - 1)
 
 
 def _check_partition(topic: str, partition: int) -> None:
     check_topic_name(topic)
     check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
+
+
+def _destroy_mock(holder: list[Any], client: _binding.Client) -> None:
+    """The mock cluster first, then the handle that owns it (librdkafka's required order).
+    In a forked child neither is touched: they are the parent's."""
+    mc, holder[0] = holder[0], None
+    if client.in_child:
+        client.close()
+        return
+    if mc is not None:
+        lib.rd_kafka_mock_cluster_destroy(mc)
+    client.close()
 
 
 class MockCluster(EmbeddedBroker):
@@ -114,53 +130,66 @@ class MockCluster(EmbeddedBroker):
     kind = "mock"
 
     def __init__(self, num_brokers: int = 3) -> None:
-        check_int(num_brokers, "num_brokers", minimum=1)
+        check_int(num_brokers, "num_brokers", minimum=1, maximum=MAX_MOCK_BROKERS)
         self.num_brokers = num_brokers
         # The handle only keeps the cluster's books; its event thread drains logs.
         self._client = _binding.Client("producer", {"log_level": 3})
-        self._mc = lib.rd_kafka_mock_cluster_new(self._client.rk, num_brokers)
-        if self._mc == ffi.NULL:
+        mc = lib.rd_kafka_mock_cluster_new(self._client.rk, num_brokers)
+        if mc == ffi.NULL:
             self._client.close()
             raise RdkError("rd_kafka_mock_cluster_new failed")
-        self.bootstrap_servers = ffi.string(lib.rd_kafka_mock_cluster_bootstraps(self._mc)).decode()
+        self.bootstrap_servers = ffi.string(lib.rd_kafka_mock_cluster_bootstraps(mc)).decode()
         self._lock = threading.Lock()
+        # librdkafka aborts the process if the handle is destroyed while it still owns a mock
+        # cluster. One finalizer owns both, in that order: it holds the client (so the
+        # client's own finalizer cannot run first, by garbage collection or at exit) and
+        # the client's exit hook is switched off.
+        self._holder: list[Any] = [mc]
+        self._client._finalizer.atexit = False
+        self._finalizer = weakref.finalize(self, _destroy_mock, self._holder, self._client)
+
+    @property
+    def _mc(self) -> Any:
+        return self._holder[0]
 
     @property
     def _cluster(self) -> Any:
-        if self._mc is None:
+        self._client.ensure_open()  # ClosedError in a forked child
+        mc = self._mc
+        if mc is None:
             raise RdkError("mock cluster is closed")
-        return self._mc
+        return mc
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1) -> None:
         check_topic_name(name)
-        check_int(partitions, "partitions", minimum=1)
-        check_int(replication_factor, "replication_factor", minimum=1)
+        check_int(partitions, "partitions", minimum=1, maximum=2**31 - 1)
+        check_int(replication_factor, "replication_factor", minimum=1, maximum=2**31 - 1)
         check(lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions,
                                              replication_factor), f"mock topic {name!r}")
 
     def broker_set_down(self, broker_id: int) -> None:
         """Close the broker's connections and refuse new ones until broker_set_up()."""
-        check_int(broker_id, "broker_id")
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id), f"broker {broker_id} down")
 
     def broker_set_up(self, broker_id: int) -> None:
-        check_int(broker_id, "broker_id")
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id), f"broker {broker_id} up")
 
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
-        check_int(broker_id, "broker_id")
-        check_int(rtt_ms, "rtt_ms", minimum=0)
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        check_int(rtt_ms, "rtt_ms", minimum=0, maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms), "broker rtt")
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
         _check_partition(topic, partition)
-        check_int(broker_id, "broker_id")
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_partition_set_leader(self._cluster, topic.encode(), partition,
                                                      broker_id), f"leader of {topic}[{partition}]")
 
     def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
         _check_partition(topic, partition)
-        check_int(broker_id, "broker_id")
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_partition_set_follower(self._cluster, topic.encode(), partition,
                                                        broker_id), f"follower of {topic}[{partition}]")
 
@@ -181,11 +210,10 @@ class MockCluster(EmbeddedBroker):
         lib.rd_kafka_mock_topic_set_error(self._cluster, topic.encode(), _error_code(err))
 
     def close(self) -> None:
+        """Destroy the mock cluster, then its handle (idempotent; also at interpreter exit
+        or when the object is collected, if never called)."""
         with self._lock:
-            mc, self._mc = self._mc, None
-        if mc is not None:
-            lib.rd_kafka_mock_cluster_destroy(mc)
-            self._client.close()
+            self._finalizer()
 
 
 def _wait_for_metadata(bootstrap: str, deadline: float, proc: subprocess.Popen | None = None) -> None:
@@ -283,12 +311,12 @@ class MockClusterProcess(EmbeddedBroker):
 
     def __init__(self, topics: Mapping[str, int] | None = None, num_brokers: int = 1,
                  startup_timeout: float = 30.0) -> None:
-        check_int(num_brokers, "num_brokers", minimum=1)
+        check_int(num_brokers, "num_brokers", minimum=1, maximum=MAX_MOCK_BROKERS)
         check_timeout(startup_timeout, "startup_timeout")
         cmd = [sys.executable, "-m", "rdk.mock", "--brokers", str(num_brokers)]
         for name, partitions in (topics or {}).items():
             check_topic_name(name)
-            check_int(partitions, f"partitions of {name!r}", minimum=1)
+            check_int(partitions, f"partitions of {name!r}", minimum=1, maximum=2**31 - 1)
             cmd += ["--topic", f"{name}:{partitions}"]
         self.stderr = ""  # what the child wrote to stderr, once closed
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
@@ -326,7 +354,7 @@ def _first_line(proc: subprocess.Popen, timeout: float) -> str:
     reader = threading.Thread(
         target=lambda: lines.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
     reader.start()
-    reader.join(timeout)
+    reader.join(None if timeout >= threading.TIMEOUT_MAX else timeout)  # inf: without limit
     return lines[0].strip() if lines else ""
 
 
@@ -428,9 +456,24 @@ def _parse_topic(spec: str) -> tuple[str, int]:
         count = int(parts) if parts else 1
     except ValueError:
         raise argparse.ArgumentTypeError(f"--topic {spec!r}: expected NAME or NAME:PARTITIONS") from None
-    if not name or count < 1:
-        raise argparse.ArgumentTypeError(f"--topic {spec!r}: expected NAME or NAME:PARTITIONS")
+    if not name or not 1 <= count <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"--topic {spec!r}: expected NAME or NAME:PARTITIONS "
+                                         "with 1 <= PARTITIONS <= 2147483647")
+    try:
+        check_topic_name(name, f"--topic {spec!r}: topic")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return name, count
+
+
+def _brokers_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--brokers must be an integer, got {text!r}") from None
+    if not 1 <= value <= MAX_MOCK_BROKERS:
+        raise argparse.ArgumentTypeError(f"--brokers must be in 1..{MAX_MOCK_BROKERS}, got {value}")
+    return value
 
 
 def serve(num_brokers: int, topics: list[tuple[str, int]], out: Any = sys.stdout,
@@ -459,7 +502,8 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
     )
     p.add_argument("--kind", choices=["mock", "tansu"], default="mock",
                    help="librdkafka's mock cluster (default) or a Tansu broker")
-    p.add_argument("--brokers", type=int, default=3, help="number of mock brokers (default 3)")
+    p.add_argument("--brokers", type=_brokers_count, default=3,
+                   help="number of mock brokers (default 3)")
     p.add_argument("--topic", action="append", type=_parse_topic, default=[],
                    metavar="NAME:PARTITIONS", help="create a topic (repeatable)")
     return p
@@ -467,8 +511,6 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.brokers < 1:
-        build_parser().error("--brokers must be >= 1")
     return serve(args.brokers, args.topic, kind=args.kind)
 
 

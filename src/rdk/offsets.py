@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import itertools
 import logging
 import os
@@ -55,6 +56,9 @@ __all__ = [
 ]
 
 SUFFIX = ".offset"
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+MAX_FILE_BYTES = 4096  # an offset file is a number and a newline; anything longer is not one
+MAX_OFFSET = 2**63 - 1  # a Kafka offset is a signed 64-bit integer
 _NUMBER = re.compile(rb"^\s*(-?[0-9]+)\s*$")
 _FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>[0-9]+)\.offset$")
 _tmp_counter = itertools.count()
@@ -67,10 +71,30 @@ def _check_partition(partition: Any) -> int:
     return check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
 
 
-def offset_file_name(topic: str, partition: int) -> str:
-    """``<topic>-<partition>.offset``; the topic must be a legal Kafka name (no path tricks)."""
+def check_topic_fits(topic: str) -> str:
+    """Refuse a topic whose offset files cannot be named at all: ``<topic>-0.offset`` would
+    pass the file system's NAME_MAX (255 bytes), so topics of 247-249 characters."""
     check_topic_name(topic)
-    return f"{topic}-{_check_partition(partition)}{SUFFIX}"
+    if len(topic) + len("-0") + len(SUFFIX) > NAME_MAX:
+        raise ValueError(
+            f"topic {topic!r} ({len(topic)} characters) is too long for offset files: "
+            f"'<topic>-<partition>{SUFFIX}' must fit in {NAME_MAX} bytes, so at most "
+            f"{NAME_MAX - len('-0') - len(SUFFIX)} characters; use offset_store= (e.g. "
+            "BrokerOffsetStore) for this topic")
+    return topic
+
+
+def offset_file_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.offset``; the topic must be a legal Kafka name (no path tricks)
+    and the name must fit in NAME_MAX (255) bytes (ValueError naming topic and partition)."""
+    check_topic_name(topic)
+    name = f"{topic}-{_check_partition(partition)}{SUFFIX}"
+    if len(name) > NAME_MAX:
+        raise ValueError(
+            f"offset file name of topic {topic!r} ({len(topic)} characters) partition {partition} "
+            f"is {len(name)} bytes, more than the file system's limit of {NAME_MAX}: this "
+            "partition cannot have an offset file; use offset_store= for this topic")
+    return name
 
 
 def offset_file_path(directory: str | os.PathLike, topic: str, partition: int) -> Path:
@@ -79,12 +103,18 @@ def offset_file_path(directory: str | os.PathLike, topic: str, partition: int) -
 
 
 def _lock_file_path(directory: str | os.PathLike, topic: str, partition: int) -> Path:
-    check_topic_name(topic)
-    return Path(directory) / f".{topic}-{_check_partition(partition)}.lock"
+    offset_file_name(topic, partition)  # refuses names too long (the lock's is 1 byte shorter)
+    return Path(directory) / f".{topic}-{partition}.lock"
 
 
 def _temp_prefix(name: str) -> str:
-    return f".{name}."
+    """Temp files of offset file ``name``: ``.tmp-<hash of name>.``, short whatever the
+    topic's length (a 249-character topic's ``.<name>.<pid>`` would pass NAME_MAX)."""
+    return f".tmp-{hashlib.sha1(name.encode()).hexdigest()[:20]}."
+
+
+def _old_temp_prefix(name: str) -> str:
+    return f".{name}."  # rdk before issue 14 named them so; still cleaned up
 
 
 # ---- reading ----------------------------------------------------------------------
@@ -97,24 +127,52 @@ def parse_offset_text(data: bytes | str, path: str | os.PathLike = "<offset file
     or without a newline). -1 means nothing processed yet. Empty content is an error, never 0.
     """
     raw = data.encode() if isinstance(data, str) else bytes(data)
+    if len(raw) > MAX_FILE_BYTES:
+        raise OffsetFileError(f"offset file {os.fspath(path)!s} is larger than {MAX_FILE_BYTES} "
+                              "bytes: not an offset file (a decimal number and a newline)")
     if not raw.strip():
         raise OffsetFileError(f"offset file {os.fspath(path)!s} is empty; expected the last "
                               "processed offset as decimal text")
     m = _NUMBER.match(raw)
     if not m or int(m.group(1)) < -1:
-        shown = raw[:40].decode("ascii", "backslashreplace")
+        shown = raw.strip()[:40].decode("ascii", "backslashreplace")
         raise OffsetFileError(f"offset file {os.fspath(path)!s} is corrupt: {shown!r} is not an "
                               "offset (a decimal integer >= -1)")
-    return int(m.group(1))
+    value = int(m.group(1))
+    if value > MAX_OFFSET:
+        raise OffsetFileError(f"offset file {os.fspath(path)!s} holds {value}, beyond the largest "
+                              f"Kafka offset ({MAX_OFFSET}, a signed 64-bit integer)")
+    return value
+
+
+def _open_no_symlink(path: str | os.PathLike, flags: int) -> int:
+    """os.open refusing a symlink as the offset file itself (OffsetFileError naming it)."""
+    try:
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP or (os.path.islink(path) and e.errno != errno.ENOENT):
+            raise _symlink_error(path) from None
+        raise
+
+
+def _symlink_error(path: str | os.PathLike) -> OffsetFileError:
+    return OffsetFileError(
+        f"offset file {os.fspath(path)!s} is a symbolic link (to {os.readlink(os.fspath(path))!r}); rdk "
+        "replaces offset files atomically by rename, which would replace the link, not its "
+        "target: point offset_directory at the real directory instead")
 
 
 def read_offset_file(path: str | os.PathLike) -> int | None:
     """The last processed offset stored in ``path``; None if the file does not exist."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(4096)
+        fd = _open_no_symlink(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    except OSError as e:
+        raise OffsetFileError(f"offset file {os.fspath(path)!s} cannot be read: {e}") from e
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)  # one byte more tells an oversized file
     except OSError as e:
         raise OffsetFileError(f"offset file {os.fspath(path)!s} cannot be read: {e}") from e
     return parse_offset_text(data, path)
@@ -154,6 +212,11 @@ def ensure_directory(directory: str | os.PathLike) -> Path:
     path = Path(directory)
     if not str(directory):
         raise ValueError("offset_directory must not be empty")
+    if os.path.lexists(path) and not path.is_dir():
+        what = (f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+                if path.is_symlink() and not path.exists() else "a file, not a directory")
+        raise OffsetFileError(f"offset_directory {os.fspath(directory)!s} is not a directory: it is "
+                              f"{what}")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".rdk-write-probe.{os.getpid()}.{next(_tmp_counter)}"
@@ -180,11 +243,16 @@ def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mappin
     the offset file; finally the directory is fsynced. A crash leaves old or new values only.
     """
     directory = Path(directory)
+    for partition, offset in offsets.items():  # all or nothing: check every value first
+        name = offset_file_name(topic, partition)
+        check_int(offset, f"offset of topic {topic!r} partition {partition} ({directory / name})",
+                  minimum=-1, maximum=MAX_OFFSET)
     staged: list[tuple[Path, Path]] = []
     try:
         for partition, offset in offsets.items():
             name = offset_file_name(topic, partition)
-            check_int(offset, f"offset of partition {partition}", minimum=-1)
+            if os.path.islink(directory / name):
+                raise _symlink_error(directory / name)
             tmp = directory / f"{_temp_prefix(name)}{os.getpid()}-{next(_tmp_counter)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             staged.append((tmp, directory / name))
@@ -216,7 +284,8 @@ def remove_temp_files(directory: str | os.PathLike, topic: str, partitions: Iter
     Call it only while holding the partitions' locks (then no writer is active).
     """
     directory = Path(directory)
-    prefixes = tuple(_temp_prefix(offset_file_name(topic, p)) for p in partitions)
+    offset_names = [offset_file_name(topic, p) for p in partitions]
+    prefixes = tuple(_temp_prefix(n) for n in offset_names) + tuple(_old_temp_prefix(n) for n in offset_names)
     removed = 0
     try:
         names = os.listdir(directory)
@@ -351,7 +420,7 @@ class FileOffsetStore:
     """kafka-native's offset files for one topic in ``directory`` (the Consumer's default)."""
 
     def __init__(self, directory: str | os.PathLike, topic: str) -> None:
-        self.topic = check_topic_name(topic)
+        self.topic = check_topic_fits(topic)
         self.directory = ensure_directory(directory)
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
@@ -394,6 +463,8 @@ class BrokerOffsetStore:
             raise ValueError("group_id must not be empty")
         self.group_id = group_id
         self.timeout = check_timeout(timeout)
+        if not self.timeout <= 2_000_000:  # librdkafka takes int milliseconds
+            raise ValueError(f"timeout must be a finite number of seconds <= 2000000, got {timeout}")
         self._client: _binding.Client | None = None
         self.topic: str | None = None
         if broker is not None or topic is not None:
@@ -425,6 +496,8 @@ class BrokerOffsetStore:
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
         client, topic = self._bound()
+        for p in partitions:
+            _check_partition(p)
         tpl = partition_list((topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
         context = f"committed offsets of group {self.group_id!r}"
         check(lib.rd_kafka_committed(client.rk, tpl, int(self.timeout * 1000)), context)
@@ -435,6 +508,9 @@ class BrokerOffsetStore:
         client, topic = self._bound()
         if not offsets:
             return
+        for p, last in offsets.items():
+            _check_partition(p)
+            check_int(last, f"offset of topic {topic!r} partition {p}", minimum=-1, maximum=MAX_OFFSET)
         tpl = partition_list((topic, p, last + 1) for p, last in offsets.items())
         context = f"commit offsets for group {self.group_id!r}"
         check(lib.rd_kafka_commit(client.rk, tpl, 0), context)

@@ -10,6 +10,8 @@ processes (multiprocessing's ``spawn`` method); process ``i`` calls
   that dies more than ``max_restarts`` times in a row stops the pool and ``run()`` raises
   :class:`WorkerError`. A worker that stayed up for ``healthy_after`` seconds resets its
   slot's count. Every restart and the limit are logged on the ``rdk.workers`` logger.
+  The worker's exception reaches the parent (``WorkerError.cause``); a start failure no
+  restart can fix (ValueError, TypeError, an unknown topic) stops the pool at once.
 - SIGTERM or SIGINT to the parent (or ``WorkerPool.stop()``) stops every worker gracefully:
   each one's consumer finishes its in-flight batch and writes its offsets
   (``Consumer.stop()``); ``run()`` then returns normally, so the parent exits 0.
@@ -65,12 +67,44 @@ FIGURES = ("waiting_kafka", "waiting_local", "kafka_log_size")
 
 
 class WorkerError(RdkError):
-    """A worker slot died more often in a row than ``max_restarts`` allows."""
+    """A worker slot died more often in a row than ``max_restarts`` allows, or its consumer
+    failed to start with an error no restart can fix.
 
-    def __init__(self, message: str, slot: int, exitcode: int | None) -> None:
+    ``cause`` is the worker's own exception as ``"TypeName: message"`` (None when the worker
+    died without saying, e.g. killed by a signal); ``permanent`` is True when the pool stopped
+    without restarting because the error was not transient.
+    """
+
+    def __init__(self, message: str, slot: int, exitcode: int | None, cause: str | None = None,
+                 permanent: bool = False) -> None:
         super().__init__(message)
         self.slot = slot
         self.exitcode = exitcode
+        self.cause = cause
+        self.permanent = permanent
+
+
+# KafkaError names that no restart can fix: the topic is not there.
+_PERMANENT_KAFKA_ERRORS = frozenset({"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC", "TOPIC_EXCEPTION",
+                                     "TOPIC_AUTHORIZATION_FAILED", "INVALID_TOPIC_EXCEPTION"})
+
+
+def _is_permanent(error: BaseException) -> bool:
+    """A start failure that a restart would only repeat: wrong input, refused configuration,
+    an unusable offset directory, or a topic that does not exist."""
+    from .errors import KafkaError, LockedError
+
+    if isinstance(error, LockedError):
+        return False  # the previous worker of the slot may still hold the lock
+    if isinstance(error, (ValueError, TypeError)):  # ConfigError and OffsetFileError too
+        return True
+    name = getattr(error, "name", "") if isinstance(error, KafkaError) else ""
+    return name.lstrip("_") in _PERMANENT_KAFKA_ERRORS
+
+
+def _describe_error(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 @dataclass(frozen=True)
@@ -194,22 +228,30 @@ def _worker_main(slot: int, num_workers: int, factory: Callable, conn: Any,
         kwargs["stats_callback"] = _forward_stats
     try:
         consumer = factory(**kwargs)
+        for method in ("start", "stop"):
+            if not callable(getattr(consumer, method, None)):
+                raise TypeError(f"consumer_factory returned {type(consumer).__name__}, which has "
+                                f"no {method}() method; return an rdk.Consumer (or an object "
+                                "with start() and stop(timeout))")
         partitions = consumer.start()
-    except BaseException:
+    except BaseException as e:
         log.exception("worker slot %d (pid %d): the consumer failed to start", slot, os.getpid())
+        _send(("failed", _describe_error(e), _is_permanent(e), "start"))
         raise SystemExit(1) from None
     _send(("started", os.getpid(), sorted(int(p) for p in (partitions or ()))))
     while not stop.wait(1.0):
         err = _consumer_failure(consumer)
         if err is not None:
             log.error("worker slot %d (pid %d): consumer failed: %s", slot, os.getpid(), err)
+            _send(("failed", _describe_error(err), False, "run"))
             with contextlib.suppress(BaseException):
                 consumer.stop(min(stop_timeout, 5.0))
             raise SystemExit(1)
     try:
         consumer.stop(stop_timeout)
-    except BaseException:
+    except BaseException as e:
         log.exception("worker slot %d (pid %d): stopping the consumer failed", slot, os.getpid())
+        _send(("failed", _describe_error(e), False, "stop"))
         raise SystemExit(1) from None
     _send(("stopped",))
     raise SystemExit(0)
@@ -230,6 +272,7 @@ def _consumer_failure(consumer: Any) -> Any:
 
 class _Slot:
     __slots__ = (
+        "cause",
         "conn",
         "failures",
         "index",
@@ -253,6 +296,7 @@ class _Slot:
         self.next_start: float | None = None
         self.partitions: list[int] | None = None
         self.stats: WorkerStats | None = None
+        self.cause: tuple[str, bool, str] | None = None  # the live worker's reported failure
 
 
 def _describe_exit(code: int | None) -> str:
@@ -469,6 +513,7 @@ class WorkerPool:
             slot.next_start = None
             slot.partitions = None
             slot.stats = None
+            slot.cause = None
         log.info("worker slot %d started (pid %d)", slot.index, proc.pid)
 
     def _supervise(self) -> None:
@@ -548,6 +593,9 @@ class WorkerPool:
         elif kind == "stop":
             log.info("worker slot %d asked to stop the pool", slot.index)
             self.request_stop()
+        elif kind == "failed":
+            _, description, permanent, phase = msg
+            slot.cause = (str(description), bool(permanent), str(phase))
 
     def _on_stats(self, slot: _Slot, payload: dict) -> None:
         stats = WorkerStats(slot=slot.index, pid=slot.pid or 0,
@@ -566,6 +614,10 @@ class WorkerPool:
             self.stats_callback(info)
         except Exception:
             log.exception("exception in the pool's stats_callback")
+        except BaseException as e:  # SystemExit/KeyboardInterrupt must not end the supervisor
+            log.error("the pool's stats_callback raised %s; it runs on the pool's supervising "
+                      "thread, so it was logged and the pool goes on", type(e).__name__,
+                      exc_info=True)
 
     def _reap(self, slot: _Slot, stopping: bool) -> None:
         proc = slot.process
@@ -576,31 +628,43 @@ class WorkerPool:
                 slot.conn.close()
         code = proc.exitcode
         uptime = time.monotonic() - slot.started_at
+        cause = slot.cause
         with self._changed:
             slot.process = slot.conn = slot.pid = None
             slot.partitions = None
             slot.stats = None
+            slot.cause = None
             self._changed.notify_all()
+        said = "" if cause is None else f" ({cause[0]})"
         if stopping:
             level = logging.INFO if code == 0 else logging.WARNING
-            log.log(level, "worker slot %d (pid %d) %s while stopping", slot.index, proc.pid,
-                    _describe_exit(code))
+            log.log(level, "worker slot %d (pid %d) %s while stopping%s", slot.index, proc.pid,
+                    _describe_exit(code), said)
             return
         slot.failures = 1 if uptime >= self.healthy_after else slot.failures + 1
-        if self.max_restarts is not None and slot.failures > self.max_restarts:
-            message = (f"worker slot {slot.index} (pid {proc.pid}) {_describe_exit(code)}; it died "
-                       f"{slot.failures} times in a row and the restart limit (max_restarts="
-                       f"{self.max_restarts}) is reached: stopping the pool")
+        if cause is not None and cause[1] and cause[2] == "start":
+            message = (f"worker slot {slot.index} (pid {proc.pid}) {_describe_exit(code)}: its "
+                       f"consumer failed to start with {cause[0]}; a restart would fail the same "
+                       "way, so the pool stops")
             log.error(message)
-            self.error = WorkerError(message, slot.index, code)
+            self.error = self.error or WorkerError(message, slot.index, code, cause[0], permanent=True)
+            self.request_stop()
+            return
+        if self.max_restarts is not None and slot.failures > self.max_restarts:
+            message = (f"worker slot {slot.index} (pid {proc.pid}) {_describe_exit(code)}{said}; "
+                       f"it died {slot.failures} times in a row and the restart limit "
+                       f"(max_restarts={self.max_restarts}) is reached: stopping the pool")
+            log.error(message)
+            self.error = self.error or WorkerError(message, slot.index, code,
+                                                   None if cause is None else cause[0])
             self.request_stop()
             return
         delay = min(self.restart_backoff * 2 ** (slot.failures - 1), MAX_BACKOFF)
         slot.restarts += 1
         slot.next_start = time.monotonic() + delay
         limit = "unlimited" if self.max_restarts is None else f"{slot.failures}/{self.max_restarts}"
-        log.warning("worker slot %d (pid %d) %s; restarting it in %.1f s (restart %s in a row)",
-                    slot.index, proc.pid, _describe_exit(code), delay, limit)
+        log.warning("worker slot %d (pid %d) %s%s; restarting it in %.1f s (restart %s in a row)",
+                    slot.index, proc.pid, _describe_exit(code), said, delay, limit)
 
     def _begin_stop(self, live: list[_Slot]) -> None:
         for s in self._slots:

@@ -210,15 +210,28 @@ def test_parent_stats_callback_gets_per_slot_figures_and_their_sums(
     assert all(f["kafka_log_size"] == 100 for f in info.partitions.values())
 
 
-def test_a_slot_that_keeps_dying_stops_the_pool_at_the_restart_limit(mock_broker, tmp_path, caplog):
-    factory = partial(rdk.Consumer, mock_broker.bootstrap_servers, "no-such-topic-here",
-                      str(tmp_path), partial(record_batch, str(tmp_path), 0))
+class FailsToStart:
+    """A consumer whose start() fails the way a broker that is not up yet makes it fail."""
+
+    def __init__(self, **kw) -> None:
+        pass
+
+    def start(self):
+        raise rdk.KafkaError(-195, context="broker not reachable yet")  # _TRANSPORT: transient
+
+    def stop(self, timeout=None) -> None:
+        pass
+
+
+def test_a_slot_that_keeps_dying_stops_the_pool_at_the_restart_limit(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="rdk.workers")
     started = time.monotonic()
     with pytest.raises(workers.WorkerError) as exc:
-        workers.run(1, factory, max_restarts=2, restart_backoff=0.05)
+        workers.run(1, FailsToStart, max_restarts=2, restart_backoff=0.05)
     assert exc.value.slot == 0 and exc.value.exitcode == 1
     assert "max_restarts=2" in str(exc.value)
+    assert exc.value.cause is not None and "KafkaError" in exc.value.cause
+    assert not exc.value.permanent
     assert caplog.text.count("restarting it in") == 2
     assert "restart limit" in caplog.text
     assert time.monotonic() - started < 60

@@ -47,6 +47,10 @@ def read_frames(stream: IO[bytes]) -> Iterator[bytes | None]:
 
 
 def read_lines(stream: IO[bytes]) -> Iterator[bytes]:
-    """The lines of ``stream`` without their trailing newline."""
+    """The lines of ``stream`` without their line ending: ``\n`` or ``\r\n`` (a file written
+    on Windows); a lone ``\r`` inside a line is kept."""
     for line in stream:
-        yield line[:-1] if line.endswith(b"\n") else line
+        if line.endswith(b"\r\n"):
+            yield line[:-2]
+        else:
+            yield line[:-1] if line.endswith(b"\n") else line

@@ -51,7 +51,11 @@ def _type(check: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
-def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+INT32_MAX = 2**31 - 1  # partitions, slots and workers are C ints
+INT64_MAX = 2**63 - 1  # offsets and counts are int64
+
+
+def _int_at_least(minimum: int, what: str, maximum: int = INT32_MAX) -> Callable[[str], int]:
     def convert(text: str) -> int:
         try:
             value = int(text)
@@ -59,10 +63,15 @@ def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{what} must be an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{what} must be >= {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"{what} must be <= {maximum}, got {value}")
         return value
 
     convert.__name__ = what
     return convert
+
+
+MAX_SECONDS = 86400.0  # one day: the longest refresh interval that makes sense
 
 
 def _positive_float(text: str) -> float:
@@ -70,8 +79,9 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    if not 0 < value <= MAX_SECONDS:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds > 0 and <= {MAX_SECONDS:g}, got {text!r}")
     return value
 
 
@@ -85,6 +95,9 @@ def _offset_target(text: str) -> str | int:
             f"--to must be earliest, latest or an offset (an integer >= 0), got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"--to offset must be >= 0, got {value}")
+    if value > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"--to offset must be <= {INT64_MAX} (a 64-bit offset), "
+                                         f"got {value}")
     return value
 
 
@@ -231,7 +244,7 @@ def _add_consume(add: _Add) -> None:
                    help="number of worker slots for --slot")
     c.add_argument("--format", choices=list(FORMATS), default="value",
                    help="output format (default value)")
-    c.add_argument("--count", type=_int_at_least(1, "--count"), metavar="N",
+    c.add_argument("--count", type=_int_at_least(1, "--count", INT64_MAX), metavar="N",
                    help="stop after N messages (default: run until interrupted)")
     c.add_argument("--from", dest="start", choices=["earliest", "latest"], default="earliest",
                    help="where to start on partitions without an offset file (default earliest)")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import IO, Any
 
+from ..producer import FlushResult
 from ._framing import read_frames, read_lines
 from ._ui import ProgressDisplay, UsageError, eprint, use_rich
 
@@ -22,11 +23,13 @@ SEND_CHUNK = 10000
 
 
 class _Accounting:
-    """Delivered messages, summed from every send()'s on_delivery (event thread)."""
+    """Delivered messages, summed from every send()'s on_delivery (event thread), and the
+    input's own error (a truncated last frame) once every complete record before it was sent."""
 
     def __init__(self) -> None:
         self.delivered = 0
         self.failures: list[Any] = []
+        self.input_error: ValueError | None = None
 
     def __call__(self, delivered: int, failures: list) -> None:
         self.delivered += delivered
@@ -34,9 +37,20 @@ class _Accounting:
             self.failures += failures[: 5 - len(self.failures)]
 
 
-def _input_records(args: argparse.Namespace, stream: IO[bytes]) -> Iterator[Any]:
-    if args.binary:  # a null frame is a tombstone: (no key, null value)
-        return (v if v is not None else (None, None) for v in read_frames(stream))
+def _complete_frames(stream: IO[bytes], accounting: _Accounting) -> Iterator[Any]:
+    """Every complete frame (a null frame is a tombstone: no key, null value); a truncated
+    tail ends the input and is kept in ``accounting.input_error``, so what came before it is
+    still sent."""
+    try:
+        for v in read_frames(stream):
+            yield v if v is not None else (None, None)
+    except ValueError as e:
+        accounting.input_error = e
+
+
+def _input_records(args: argparse.Namespace, stream: IO[bytes], accounting: _Accounting) -> Iterator[Any]:
+    if args.binary:
+        return _complete_frames(stream, accounting)
     lines = read_lines(stream)
     if args.key_delimiter is None:
         return lines
@@ -75,16 +89,23 @@ def cmd_produce(args: argparse.Namespace) -> int:
             stream.close()
     elapsed = max(time.monotonic() - started, 1e-9)
     failed = read - accounting.delivered
-    eprint(f"sent {accounting.delivered}, failed {failed}, "
-           f"{accounting.delivered / elapsed:,.0f} msgs/s ({elapsed:.2f} s)"
-           + (f"; {left} undelivered at stop" if left else ""))
+    summary = (f"sent {accounting.delivered}, failed {failed}, "
+               f"{accounting.delivered / elapsed:,.0f} msgs/s ({elapsed:.2f} s)"
+               # failures are already counted above: only what was still queued at stop
+               + (f"; {left.queued} still queued at stop" if left.queued else ""))
+    if accounting.input_error is not None:  # one line: what was wrong, and what was sent
+        eprint(f"rdk produce: error: input ends with a {accounting.input_error}; every complete "
+               f"record before it was sent: {summary}")
+    else:
+        eprint(summary)
     for message, error in accounting.failures:
         eprint(f"  failed: {error} ({message!r})")
-    return 0 if failed == 0 else 1
+    return 0 if failed == 0 and accounting.input_error is None else 1
 
 
-def _send_all(args: argparse.Namespace, stream: IO[bytes], accounting: _Accounting) -> tuple[int, int]:
-    """(records read, messages still undelivered when the producer stopped)."""
+def _send_all(args: argparse.Namespace, stream: IO[bytes],
+              accounting: _Accounting) -> tuple[int, FlushResult]:
+    """(records read, what stop() reported: ``.queued`` still queued, ``.failed`` failed)."""
     from ..producer import Producer
 
     read = 0
@@ -95,7 +116,7 @@ def _send_all(args: argparse.Namespace, stream: IO[bytes], accounting: _Accounti
         if args.partition is not None and args.partition >= count:
             raise UsageError(f"-p {args.partition}: topic {args.topic!r} has {count} "
                              f"partition(s), 0..{count - 1}")
-        records = _input_records(args, stream)
+        records = _input_records(args, stream, accounting)
         with ProgressDisplay(use_rich(sys.stderr, args.progress), f"produce {args.topic}",
                              total=_total_size(stream), unit="bytes") as progress:
             while chunk := list(islice(records, SEND_CHUNK)):
