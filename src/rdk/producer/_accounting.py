@@ -182,10 +182,18 @@ class Ledger:
                 self._fold_failures(d, d.n_failed, done)
             self.dr_gen += 1
             self.cond.notify_all()
+        # failures promptly to delivery_report_callback; without one the log line waits for
+        # serve_pending
+        self._run_callbacks(self._dr_cb is not None and bool(self._report_counts), lambda: done)
+
+    def _run_callbacks(self, report: bool, take: Callable[[], list[SendState]]) -> None:
+        """With ``busy`` already counted and outside the lock: pending failure reports first
+        (if ``report``), then the on_delivery calls of the sends ``take()`` gives; then the
+        busy count is given back."""
         try:
-            if self._dr_cb is not None and self._report_counts:
-                self.flush_report()  # promptly; without a callback the log line waits for serve_pending
-            for st in done:
+            if report:
+                self.flush_report()
+            for st in take():
                 self._complete(st)
         finally:
             self._done_busy()
@@ -251,15 +259,12 @@ class Ledger:
             return
         with self.cond:
             self.busy += 1
-        try:
-            if self._report_counts:
-                self.flush_report()
-            with self.cond:
-                ready, self._ready = self._ready, []
-            for st in ready:
-                self._complete(st)
-        finally:
-            self._done_busy()
+        self._run_callbacks(bool(self._report_counts), self._take_ready)
+
+    def _take_ready(self) -> list[SendState]:
+        with self.cond:
+            ready, self._ready = self._ready, []
+        return ready
 
     def flush_report(self) -> None:
         """Pending failures -> delivery_report_callback (or one warning when there is none)."""
