@@ -17,6 +17,7 @@ typedef struct rd_kafka_AdminOptions_s rd_kafka_AdminOptions_t;
 typedef struct rd_kafka_CreateTopics_result_s rd_kafka_CreateTopics_result_t;
 typedef struct rd_kafka_DeleteTopics_result_s rd_kafka_DeleteTopics_result_t;
 typedef struct rd_kafka_error_s rd_kafka_error_t;
+typedef struct rd_kafka_consumer_group_metadata_s rd_kafka_consumer_group_metadata_t;
 
 /* ---- version and errors ------------------------------------------------ */
 int rd_kafka_version(void);
@@ -36,6 +37,14 @@ typedef enum {
     RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN,
     RD_KAFKA_RESP_ERR__FATAL,
     RD_KAFKA_RESP_ERR__PURGE_QUEUE,
+    RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS,
+    RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS,
+    RD_KAFKA_RESP_ERR__STATE,
+    RD_KAFKA_RESP_ERR__FENCED,
+    RD_KAFKA_RESP_ERR__NOT_CONFIGURED,
+    RD_KAFKA_RESP_ERR__PREV_IN_PROGRESS,
+    RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH,
+    RD_KAFKA_RESP_ERR_PRODUCER_FENCED,
     RD_KAFKA_RESP_ERR_NO_ERROR,
     RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE,
     RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
@@ -63,6 +72,8 @@ rd_kafka_resp_err_t rd_kafka_error_code(const rd_kafka_error_t *error);
 const char *rd_kafka_error_string(const rd_kafka_error_t *error);
 int rd_kafka_error_is_fatal(const rd_kafka_error_t *error);
 int rd_kafka_error_is_retriable(const rd_kafka_error_t *error);
+int rd_kafka_error_txn_requires_abort(const rd_kafka_error_t *error);
+const char *rd_kafka_error_name(const rd_kafka_error_t *error);
 void rd_kafka_error_destroy(rd_kafka_error_t *error);
 
 /* ---- configuration ----------------------------------------------------- */
@@ -135,6 +146,8 @@ void rd_kafka_message_destroy(rd_kafka_message_t *rkmessage);
 #define RD_KAFKA_EVENT_LOG ...
 #define RD_KAFKA_EVENT_ERROR ...
 #define RD_KAFKA_EVENT_STATS ...
+#define RD_KAFKA_EVENT_REBALANCE ...
+#define RD_KAFKA_EVENT_OFFSET_COMMIT ...
 #define RD_KAFKA_EVENT_CREATETOPICS_RESULT ...
 #define RD_KAFKA_EVENT_DELETETOPICS_RESULT ...
 typedef int rd_kafka_event_type_t;
@@ -272,3 +285,42 @@ const rd_kafka_topic_result_t **rd_kafka_DeleteTopics_result_topics(
 rd_kafka_resp_err_t rd_kafka_topic_result_error(const rd_kafka_topic_result_t *topicres);
 const char *rd_kafka_topic_result_error_string(const rd_kafka_topic_result_t *topicres);
 const char *rd_kafka_topic_result_name(const rd_kafka_topic_result_t *topicres);
+
+/* ---- high-level (group) consumer: subscribe, rebalance, seek ------------- */
+rd_kafka_resp_err_t rd_kafka_subscribe(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *topics);
+rd_kafka_resp_err_t rd_kafka_unsubscribe(rd_kafka_t *rk);
+rd_kafka_resp_err_t rd_kafka_subscription(rd_kafka_t *rk, rd_kafka_topic_partition_list_t **topics);
+rd_kafka_resp_err_t rd_kafka_assign(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *partitions);
+rd_kafka_error_t *rd_kafka_incremental_assign(rd_kafka_t *rk,
+                                              const rd_kafka_topic_partition_list_t *partitions);
+rd_kafka_error_t *rd_kafka_incremental_unassign(rd_kafka_t *rk,
+                                                const rd_kafka_topic_partition_list_t *partitions);
+rd_kafka_resp_err_t rd_kafka_assignment(rd_kafka_t *rk, rd_kafka_topic_partition_list_t **partitions);
+int rd_kafka_assignment_lost(rd_kafka_t *rk);
+const char *rd_kafka_rebalance_protocol(rd_kafka_t *rk);
+rd_kafka_queue_t *rd_kafka_queue_get_consumer(rd_kafka_t *rk);
+rd_kafka_resp_err_t rd_kafka_poll_set_consumer(rd_kafka_t *rk);
+rd_kafka_resp_err_t rd_kafka_consumer_close(rd_kafka_t *rk);
+rd_kafka_error_t *rd_kafka_consumer_close_queue(rd_kafka_t *rk, rd_kafka_queue_t *rkqu);
+int rd_kafka_consumer_closed(rd_kafka_t *rk);
+rd_kafka_error_t *rd_kafka_seek_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *partitions,
+                                           int timeout_ms);
+rd_kafka_resp_err_t rd_kafka_position(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *partitions);
+rd_kafka_resp_err_t rd_kafka_offsets_store(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *offsets);
+rd_kafka_topic_partition_list_t *rd_kafka_event_topic_partition_list(rd_kafka_event_t *rkev);
+rd_kafka_topic_partition_list_t *rd_kafka_topic_partition_list_copy(
+    const rd_kafka_topic_partition_list_t *src);
+void rd_kafka_queue_forward(rd_kafka_queue_t *src, rd_kafka_queue_t *dst);
+char *rd_kafka_memberid(const rd_kafka_t *rk);
+void rd_kafka_mem_free(rd_kafka_t *rk, void *ptr);
+rd_kafka_consumer_group_metadata_t *rd_kafka_consumer_group_metadata(rd_kafka_t *rk);
+void rd_kafka_consumer_group_metadata_destroy(rd_kafka_consumer_group_metadata_t *);
+
+/* ---- transactions (producer) ------------------------------------------- */
+rd_kafka_error_t *rd_kafka_init_transactions(rd_kafka_t *rk, int timeout_ms);
+rd_kafka_error_t *rd_kafka_begin_transaction(rd_kafka_t *rk);
+rd_kafka_error_t *rd_kafka_send_offsets_to_transaction(
+    rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *offsets,
+    const rd_kafka_consumer_group_metadata_t *cgmetadata, int timeout_ms);
+rd_kafka_error_t *rd_kafka_commit_transaction(rd_kafka_t *rk, int timeout_ms);
+rd_kafka_error_t *rd_kafka_abort_transaction(rd_kafka_t *rk, int timeout_ms);
