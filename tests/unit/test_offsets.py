@@ -306,3 +306,22 @@ def test_file_offset_store_checks_the_directory(directory, exc):
 def test_file_offset_store_topic_of_wrong_type_is_a_type_error(tmp_path):
     with pytest.raises(TypeError, match="topic"):
         FileOffsetStore(tmp_path, 5)
+
+
+def test_one_flush_of_many_partitions_syncs_twice_and_few_sync_each_file(tmp_path):
+    """Above SYNCFS_MIN_FILES changed files, one flush makes one syncfs and one directory
+    fsync however many partitions it writes; below, one fsync per file plus the directory."""
+    from rdk.offsets import SYNCFS_MIN_FILES, FileOffsetStore, _syncfs
+
+    store = FileOffsetStore(tmp_path, "many")
+    many = {p: 1000 + p for p in range(2048)}
+    store.commit(many)
+    expected_many = 2 if _syncfs is not None else len(many) + 1
+    assert store.sync_calls == expected_many
+    assert store.read(list(many)) == many
+    store.commit({5: 7, 6: 8})
+    assert store.sync_calls == expected_many + 3
+    assert store.files_written == len(many) + 2 and store.flushes == 2
+    assert store.read([5, 6, 7]) == {5: 7, 6: 8, 7: 1007}
+    assert SYNCFS_MIN_FILES < 2048
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]

@@ -12,9 +12,16 @@ import sys
 import threading
 import time
 
-from rdk.offsets import list_offset_files, lock_partitions, read_offset_file, remove_temp_files
+import pytest
 
-PARTITIONS = [0, 1, 2]
+from rdk.offsets import (
+    SYNCFS_MIN_FILES,
+    list_offset_files,
+    lock_partitions,
+    read_offset_file,
+    remove_temp_files,
+)
+
 KILLS = 20
 
 # Takes the partitions' locks (cleaning up a killed predecessor's temp files, as a
@@ -37,10 +44,13 @@ for n in itertools.count(start + 1):
 """
 
 
-def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp_path):
+# few files per flush: one fsync each; many: one syncfs for all of them
+@pytest.mark.parametrize("partitions", [[0, 1, 2], list(range(5 * SYNCFS_MIN_FILES))],
+                         ids=["fsync-each", "syncfs"])
+def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp_path, partitions):
     rng = random.Random(4)
     topic = "crash.topic"
-    seen = {p: -1 for p in PARTITIONS}
+    seen = {p: -1 for p in partitions}
     reads = 0
     stop_reader = threading.Event()
     reader_errors: list[BaseException] = []
@@ -61,14 +71,14 @@ def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp
     try:
         for _ in range(KILLS):
             proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), topic,
-                                     ",".join(map(str, PARTITIONS))],
+                                     ",".join(map(str, partitions))],
                                     stdout=subprocess.PIPE, text=True)
             assert proc.stdout.readline().strip() == "ready"
             time.sleep(rng.uniform(0.0, 0.05))  # a random moment, not a synchronisation
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
             proc.stdout.close()
-            for p in PARTITIONS:
+            for p in partitions:
                 value = read_offset_file(tmp_path / f"{topic}-{p}.offset")
                 if value is None:  # killed before its first write
                     assert seen[p] == -1
@@ -76,7 +86,7 @@ def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp
                 assert value >= seen[p], f"partition {p} went back from {seen[p]} to {value}"
                 seen[p] = value
             temps = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
-            assert len(temps) <= len(PARTITIONS), temps  # at most the killed writer's own
+            assert len(temps) <= len(partitions), temps  # at most the killed writer's own
     finally:
         stop_reader.set()
         t.join(10)
@@ -84,6 +94,6 @@ def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp
     assert reads > 0
     assert max(seen.values()) > 0, "the writer never stored anything"
     # The next owner of the partitions cleans up what the last killed writer left.
-    with lock_partitions(tmp_path, topic, PARTITIONS):
-        remove_temp_files(tmp_path, topic, PARTITIONS)
+    with lock_partitions(tmp_path, topic, partitions):
+        remove_temp_files(tmp_path, topic, partitions)
     assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []
