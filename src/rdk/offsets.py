@@ -586,18 +586,24 @@ class OffsetCommitter:
     """A thread that hands recorded offsets to a store: one commit in flight, newer values coalesce.
 
     ``record({p: offset})`` never blocks on I/O. Commits start at most every
-    ``min_interval`` seconds (values recorded meanwhile coalesce into the next one);
-    ``flush()`` and ``close()`` commit at once. A failing commit is logged and retried (the
+    ``min_interval`` seconds (values recorded meanwhile coalesce into the next one). With
+    ``max_cpu_share``, a commit that cost ``c`` seconds of this thread's CPU is followed by
+    a pause of up to ``c / max_cpu_share`` (at most ``MAX_INTERVAL``), so writing thousands
+    of offset files per commit costs a bounded share of a core; ``flush()`` and ``close()``
+    commit at once. A failing commit is logged and retried (the
     values stay pending, newer ones replace them) until ``close()``.
     """
 
     RETRY_SECONDS = 0.5
+    MAX_INTERVAL = 10.0  # the CPU share bound never spaces commits further apart than this
 
     def __init__(self, store: Any, logger: logging.Logger | logging.LoggerAdapter, name: str = "rdk-offsets",
-                 min_interval: float = 0.0) -> None:
+                 min_interval: float = 0.0, max_cpu_share: float | None = None) -> None:
         self.store = store
         self.logger = logger
         self.min_interval = float(min_interval)
+        self.max_cpu_share = max_cpu_share
+        self._gap = self.min_interval  # the pause owed after the last commit
         self.committed: dict[int, int] = {}
         self.last_error: BaseException | None = None
         self._pending: dict[int, int] = {}
@@ -632,8 +638,8 @@ class OffsetCommitter:
                     cond.wait()
                 if not self._pending:
                     return
-                while not self._closing and not self._urgent:  # at most one per min_interval
-                    delay = self._last_start + self.min_interval - time.monotonic()
+                while not self._closing and not self._urgent:  # at most one per gap
+                    delay = self._last_start + self._gap - time.monotonic()
                     if delay <= 0:
                         break
                     cond.wait(delay)
@@ -641,12 +647,14 @@ class OffsetCommitter:
                 self._writing = True
                 self._last_start = time.monotonic()
             ok = False
+            cpu = time.thread_time()
             try:
                 self.store.commit(batch)
                 ok = True
             except Exception as e:  # noqa: BLE001 - keep the values and retry; never lose the thread
                 self.last_error = e
                 self.logger.error("could not store offsets %s: %s (will retry)", batch, e)
+            self._gap = self._next_gap(time.thread_time() - cpu)
             with cond:
                 self._writing = False
                 if ok:
@@ -660,6 +668,11 @@ class OffsetCommitter:
                     cond.wait(self.RETRY_SECONDS)
                     if self._closing and self._give_up:
                         return
+
+    def _next_gap(self, cpu_seconds: float) -> float:
+        if not self.max_cpu_share:
+            return self.min_interval
+        return max(self.min_interval, min(self.MAX_INTERVAL, cpu_seconds / self.max_cpu_share))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Commit what is recorded now and wait for it; False if ``timeout`` passed first."""

@@ -325,3 +325,49 @@ def test_one_flush_of_many_partitions_syncs_twice_and_few_sync_each_file(tmp_pat
     assert store.read([5, 6, 7]) == {5: 7, 6: 8, 7: 1007}
     assert SYNCFS_MIN_FILES < 2048
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def test_committer_spaces_commits_by_their_cpu_cost_when_given_a_cpu_share():
+    """A commit that costs c seconds of CPU is followed by a pause of c / max_cpu_share
+    (between min_interval and MAX_INTERVAL); flush() still commits at once."""
+    import logging
+    import time as _time
+
+    from helpers import wait_until
+
+    class BusyStore:
+        def __init__(self):
+            self.starts, self.costs, self.values = [], [], []
+
+        def read(self, partitions):
+            return {}
+
+        def commit(self, offsets):
+            self.starts.append(_time.monotonic())
+            cpu = _time.thread_time()
+            while _time.thread_time() - cpu < 0.02:  # burn 20 ms of this thread's CPU
+                pass
+            self.costs.append(_time.thread_time() - cpu)
+            self.values.append(dict(offsets))
+
+    store = BusyStore()
+    committer = OffsetCommitter(store, logging.getLogger("t"), max_cpu_share=0.1)
+    try:
+        committer.record({0: 1})
+        assert wait_until(lambda: len(store.starts) == 1)
+        committer.record({0: 2})
+        committer.record({1: 5})
+        assert wait_until(lambda: len(store.starts) == 2, timeout=10)
+        assert store.starts[1] - store.starts[0] >= store.costs[0] / 0.1
+        assert store.values[1] == {0: 2, 1: 5}  # what was recorded meanwhile coalesced
+        committer.record({0: 3})
+        assert committer.flush(10)  # urgent: no CPU-share pause
+        assert store.values[-1] == {0: 3}
+    finally:
+        committer.close(10)
+    assert committer._next_gap(1000.0) == OffsetCommitter.MAX_INTERVAL
+    plain = OffsetCommitter(store, logging.getLogger("t"), min_interval=0.3)
+    try:
+        assert plain._next_gap(5.0) == 0.3  # no CPU share given: min_interval only
+    finally:
+        plain.close(10)
