@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start/stop a development broker and print `export RDK_BROKERS=...` (as kafka-native's script did).
 #   scripts/test-server.sh start|stop|status
-# RDK_TEST_SERVER=tansu (default) | mock | docker
+# RDK_TEST_SERVER=tansu (default) | tansu-durable (data in moto's S3 server) | mock | docker
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${RDK_TEST_SERVER:-tansu}
@@ -16,9 +16,9 @@ case ${1:-} in
     fi
     mkdir -p $state
     case $kind in
-      tansu|mock)
+      tansu|tansu-durable|mock)
         # each serves in the foreground and prints RDK_BROKERS=... once it answers
-        if [[ $kind == tansu ]]; then cmd=(-m rdk.mock --kind tansu); else cmd=(-m rdk.mock --brokers 3); fi
+        if [[ $kind == mock ]]; then cmd=(-m rdk.mock --brokers 3); else cmd=(-m rdk.mock --kind "$kind"); fi
         nohup $py -u "${cmd[@]}" >$state/log 2>&1 &
         echo $! >$state/pid
         for _ in $(seq 400); do
@@ -35,7 +35,7 @@ case ${1:-} in
         docker run -d --rm -p 9092:9092 --name rdk-test-kafka apache/kafka:3.9.0 >$state/container
         echo 0 >$state/pid
         echo "127.0.0.1:9092" >$state/brokers ;;
-      *) echo "unknown RDK_TEST_SERVER=$kind (tansu, mock or docker)" >&2; exit 2 ;;
+      *) echo "unknown RDK_TEST_SERVER=$kind (tansu, tansu-durable, mock or docker)" >&2; exit 2 ;;
     esac
     echo "export RDK_BROKERS=$(cat $state/brokers)" ;;
   stop)

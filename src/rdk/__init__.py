@@ -19,11 +19,13 @@ from .errors import (
     OffsetFileError,
     QueueFullError,
     RdkError,
+    TransactionError,
 )
 from .message import Message
 from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
 from .producer import FlushResult, Producer, SendResult
 from .stats import ConsumerStats, PartitionStats
+from .transactions import GroupMetadata, TransactionalOffsetStore
 
 __version__ = "0.1.0"
 
@@ -37,6 +39,7 @@ __all__ = [
     "ConsumerStats",
     "FileOffsetStore",
     "FlushResult",
+    "GroupMetadata",
     "KafkaError",
     "LockedError",
     "Message",
@@ -47,6 +50,8 @@ __all__ = [
     "QueueFullError",
     "RdkError",
     "SendResult",
+    "TransactionError",
+    "TransactionalOffsetStore",
     "__version__",
     "aio",
     "features",

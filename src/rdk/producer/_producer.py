@@ -17,7 +17,8 @@ from typing import Any
 
 from .. import _binding
 from .._binding import ffi, lib
-from ..errors import ClosedError, ConfigError, KafkaError, QueueFullError
+from ..errors import ClosedError, ConfigError, KafkaError, QueueFullError, TransactionError
+from ..transactions import GroupMetadata, check_offsets, new_partition_list, raise_for_error
 from ..validate import (
     check_bootstrap_rule,
     check_broker,
@@ -41,9 +42,27 @@ QUEUE_FULL_POLICIES = ("drop", "block", "raise")
 _UA = lib.RD_KAFKA_PARTITION_UA
 _PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
 _INT32_MAX = 0x7FFFFFFF
+_ERR_STATE = _binding.ERROR_CODES["_STATE"]
+_ERR_NOT_CONFIGURED = _binding.ERROR_CODES["_NOT_CONFIGURED"]
 # the longest wait librdkafka takes (int32 milliseconds, ~24.8 days): larger timeouts,
 # inf included, wait this long, i.e. without a practical limit
 MAX_TIMEOUT = _INT32_MAX / 1000
+
+
+def _check_transactional_id(value: Any, driver: Mapping[str, Any]) -> str | None:
+    """``transactional_id``, or ``driver_options["transactional.id"]``; never two different."""
+    if value is not None:
+        if not isinstance(value, str):
+            raise TypeError(f"transactional_id must be str or None, got {type(value).__name__}")
+        if not value:
+            raise ValueError("transactional_id must be a non-empty str")
+    given = driver.get("transactional.id")
+    if value is not None and given is not None and str(given) != value:
+        raise ConfigError(f"driver_options['transactional.id']={given!r} disagrees with "
+                          f"transactional_id={value!r}: give it once")
+    if value is None and given is not None and str(given):
+        return str(given)
+    return value
 
 
 def _timeout(value: Any, name: str = "timeout") -> float:
@@ -76,6 +95,13 @@ class Producer:
     A producer belongs to the process that created it: after ``os.fork()`` the child's
     ``send()``/``flush()`` raise ``rdk.ClosedError`` at once and its ``stop()``/``close()``
     return at once without touching the parent's librdkafka handle.
+
+    ``transactional_id`` (librdkafka's ``transactional.id``) makes it a transactional
+    producer (idempotence is then enabled implicitly): call ``init_transactions()`` once,
+    then ``begin_transaction()``, ``send()``..., ``send_offsets_to_transaction()`` and
+    ``commit_transaction()`` or ``abort_transaction()``. Their failures raise
+    ``rdk.TransactionError`` classified by librdkafka (``fatal``, ``txn_requires_abort``,
+    ``retriable``).
     """
 
     def __init__(
@@ -91,6 +117,7 @@ class Producer:
         topic_options: Mapping[str, Any] | None = None,
         balancer: str = "consistent_random",
         on_queue_full: str = "drop",
+        transactional_id: str | None = None,
     ) -> None:
         check_broker(broker)
         self._stats_cb = check_callable(stats_callback, "stats_callback")
@@ -107,6 +134,9 @@ class Producer:
         driver = check_options(driver_options, "driver_options")
         topic = check_options(topic_options, "topic_options")
         check_bootstrap_rule(broker, driver)
+        self.transactional_id = _check_transactional_id(transactional_id, driver)
+        if transactional_id is not None:
+            driver["transactional.id"] = transactional_id
         self.balancer = check_choice(balancer, "balancer", BALANCERS)
         self.on_queue_full = check_choice(on_queue_full, "on_queue_full", QUEUE_FULL_POLICIES)
         if str(driver.get("delivery.report.only.error", "false")).lower() in ("true", "1"):
@@ -133,6 +163,8 @@ class Producer:
         self._closing = False
         self._fatal: KafkaError | None = None
         self._topics_ok: set[str] = set()
+        self._txn_calls = 0  # transaction calls inside librdkafka (guarded by _cond)
+        self._close_deferred = False  # stop() left the handle to the last of them
         self._client = _binding.Client(
             "producer", props, topic_props,
             on_deliveries=self._on_deliveries, on_stats=self._on_stats,
@@ -279,6 +311,12 @@ class Producer:
             if queue_full or refused:
                 self._ledger.settle_unsent(send_id, state, queue_full, refused)
                 self._client.wake()
+        if self.transactional_id is not None and any(code == _ERR_STATE for _, code in refused):
+            raise TransactionError(
+                _ERR_STATE, "librdkafka refused the messages: no transaction is open (call "
+                "begin_transaction() first; after a failed transaction, abort_transaction()); "
+                f"enqueued {enqueued} of {total}, the others are reported as failed",
+                context=f"send to {state.topic!r}")
         if queue_full and cannot_wait:
             raise QueueFullError(
                 f"send to {state.topic!r} from a producer callback: the producer queue is full and "
@@ -308,6 +346,104 @@ class Producer:
                         return False
                 self._cond.wait(wait)
         return False
+
+    # -- transactions ------------------------------------------------------------
+    def init_transactions(self, timeout: float = 30.0) -> None:
+        """Register ``transactional_id`` with the transaction coordinator (once, first).
+
+        Fences any older producer with the same id and completes or aborts the transaction
+        it left open. Blocks up to ``timeout`` seconds (not from a producer callback);
+        a retriable TransactionError (e.g. ``_TIMED_OUT``) may be retried.
+        """
+        ms = self._txn_timeout_ms(timeout, "init_transactions")
+        self._txn_call("init_transactions", lib.rd_kafka_init_transactions, ms)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: ``send()`` is allowed until it is committed or aborted.
+
+        Does not block. TransactionError ``_STATE`` if one is already open or
+        ``init_transactions()`` was not called.
+        """
+        self._txn_check("begin_transaction")
+        self._txn_call("begin_transaction", lib.rd_kafka_begin_transaction)
+
+    def send_offsets_to_transaction(self, offsets: Mapping[tuple[str, int], int],
+                                    group_metadata: GroupMetadata, timeout: float = 30.0) -> None:
+        """Commit consumer offsets as part of the open transaction.
+
+        ``offsets``: ``{(topic, partition): next_offset}``, the offset of the next message
+        to consume (last processed + 1) per input partition. ``group_metadata``: from
+        ``Consumer.group_metadata()`` of the group-mode consumer that read them. The
+        offsets become the group's committed offsets only if the transaction commits.
+        Blocks up to ``timeout`` seconds (not from a producer callback).
+        """
+        checked = check_offsets(offsets)
+        if not isinstance(group_metadata, GroupMetadata):
+            raise TypeError("group_metadata must be an rdk.GroupMetadata (from "
+                            f"Consumer.group_metadata()), got {type(group_metadata).__name__}")
+        ms = self._txn_timeout_ms(timeout, "send_offsets_to_transaction")
+        parts = new_partition_list(checked)
+        with group_metadata._lock:  # close() of the metadata waits for this call
+            cgmd = group_metadata._pointer()
+            self._txn_call("send_offsets_to_transaction",
+                           lib.rd_kafka_send_offsets_to_transaction, parts, cgmd, ms)
+
+    def commit_transaction(self, timeout: float = 60.0) -> None:
+        """Flush the transaction's messages and commit it.
+
+        Blocks up to ``timeout`` seconds (not from a producer callback): delivery reports
+        keep arriving on the producer's callback thread meanwhile. On a TransactionError
+        with ``txn_requires_abort`` call ``abort_transaction()``; with ``retriable`` (e.g.
+        ``_TIMED_OUT``) call ``commit_transaction()`` again; ``fatal``: stop the producer.
+        """
+        ms = self._txn_timeout_ms(timeout, "commit_transaction")
+        self._txn_call("commit_transaction", lib.rd_kafka_commit_transaction, ms)
+
+    def abort_transaction(self, timeout: float = 60.0) -> None:
+        """Abort the open transaction.
+
+        Messages still queued or in flight are purged: each is reported as failed
+        (``on_delivery``/``delivery_report_callback`` with ``_PURGE_QUEUE``/
+        ``_PURGE_INFLIGHT``), none is dropped silently; messages already written stay in the
+        log marked aborted (``read_committed`` consumers skip them). Blocks up to
+        ``timeout`` seconds (not from a producer callback); a retriable error may be retried.
+        """
+        ms = self._txn_timeout_ms(timeout, "abort_transaction")
+        self._txn_call("abort_transaction", lib.rd_kafka_abort_transaction, ms)
+
+    def _txn_check(self, what: str) -> None:
+        self._check_open()
+        if self.transactional_id is None:
+            raise TransactionError(
+                _ERR_NOT_CONFIGURED, f"{what}() needs a transactional producer: "
+                "create it with Producer(..., transactional_id=...)", context=what)
+
+    def _txn_timeout_ms(self, timeout: Any, what: str) -> int:
+        self._txn_check(what)
+        ms = int(_timeout(timeout) * 1000)
+        self._not_on_event_thread(what)  # it waits for reports that thread delivers
+        return min(ms, _INT32_MAX)
+
+    def _txn_call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        """One librdkafka transaction call; stop() never frees the handle under it."""
+        with self._cond:
+            if self._closing:
+                raise ClosedError(f"Producer is stopped: {what}() after stop() is not allowed")
+            on_event_thread = self._client.on_event_thread()
+            if not on_event_thread:
+                self._txn_calls += 1
+        if on_event_thread:  # begin_transaction() from a callback: the Client frees the
+            raise_for_error(fn(self._rk, *args), what)  # handle only after the callback
+            return
+        try:
+            raise_for_error(fn(self._rk, *args), what)
+        finally:
+            with self._cond:
+                self._txn_calls -= 1
+                close_now = self._close_deferred and self._txn_calls == 0
+                self._cond.notify_all()
+            if close_now:
+                self._client.close()
 
     # -- event thread (handlers of the Client) ---------------------------------
     def _on_deliveries(self, d: Any) -> None:
@@ -407,7 +543,13 @@ class Producer:
         if left:
             lib.rd_kafka_purge(self._rk, _PURGE_ALL)  # purged messages are reported as failed
             left = self._drain(close_at)
-        self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
+        with self._cond:  # a transaction call still inside librdkafka closes it on return
+            self._close_deferred = self._txn_calls > 0
+            if self._close_deferred:
+                log.warning("rdk.Producer.stop(): a transaction call is still running; the "
+                            "librdkafka handle is freed when it returns")
+        if not self._close_deferred:
+            self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
         with self._cond:
             return FlushResult(left, self._ledger.take_failed())
 
