@@ -4,7 +4,7 @@
  * (rd_kafka_produce_batch, rd_kafka_consume_batch_queue) and nothing in between.
  * bench/run.py compiles it against the same static librdkafka rdk links.
  *
- *   native produce  bootstrap=H topic=T count=N size=B partitions=P chunk=C [X.prop=value ...]
+ *   native produce  bootstrap=H topic=T count=N size=B partitions=P chunk=C [any=0|1] [X.prop=value ...]
  *   native consume  bootstrap=H topic=T count=N partitions=P batch=M wait=MS arrow=0|1 [X.prop=value ...]
  *   native latency  bootstrap=H topic=T partitions=P rate=R duration=S warmup=W size=B batch=M wait=MS
  *                   [X.prop=value ...]
@@ -13,6 +13,7 @@
  * and returns when it has them or after `wait` ms. latency: rd_kafka_consume_queue waits up
  * to `wait` ms for one message, then rd_kafka_consume_batch_queue takes what else is ready.
  *
+ * any=1: produce with RD_KAFKA_PARTITION_UA (librdkafka's partitioner picks; scale family).
  * timeout=S bounds a run; idle=S stops a consumer that got nothing new for S seconds.
  * X.prop=value passes a librdkafka property to every client, P.prop=value to producers
  * only, C.prop=value to consumers only. The last line printed is
@@ -33,6 +34,7 @@
 
 static const char *arg_bootstrap = "127.0.0.1:9092", *arg_topic = "bench";
 static long long arg_count = 0, arg_size = 100, arg_partitions = 1, arg_chunk = 10000;
+static long long arg_any = 0;
 static long long arg_batch = 10000, arg_arrow = 0, arg_rate = 10000, arg_warmup = 0, arg_wait = 100;
 static double arg_duration = 1.0, arg_timeout = 120.0, arg_idle = 20.0;
 static const char *prop_names[MAX_PROPS], *prop_values[MAX_PROPS];
@@ -77,6 +79,7 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(k, "chunk")) arg_chunk = atoll(v);
         else if (!strcmp(k, "batch")) arg_batch = atoll(v);
         else if (!strcmp(k, "arrow")) arg_arrow = atoll(v);
+        else if (!strcmp(k, "any")) arg_any = atoll(v);
         else if (!strcmp(k, "rate")) arg_rate = atoll(v);
         else if (!strcmp(k, "warmup")) arg_warmup = atoll(v);
         else if (!strcmp(k, "wait")) arg_wait = atoll(v);
@@ -85,8 +88,10 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(k, "idle")) arg_idle = atof(v);
         else die("unknown argument", k);
     }
-    if (arg_partitions < 1 || arg_chunk < 1 || arg_batch < 1 || arg_size < 16)
-        die("bad arguments", "partitions, chunk, batch >= 1 and size >= 16 required");
+    if (arg_partitions < 1 || arg_chunk < 1 || arg_batch < 1 || arg_size < 1)
+        die("bad arguments", "partitions, chunk, batch, size >= 1 required");
+    if (!strcmp(argv[1], "latency") && arg_size < 16)
+        die("bad arguments", "latency needs size >= 16 (sequence number and send time)");
 }
 
 /* ---- delivery reports --------------------------------------------------- */
@@ -177,7 +182,9 @@ static int run_produce(void) {
             msgs[i].payload = pool + (size_t)i * (size_t)arg_size;
             msgs[i].len = (size_t)arg_size;
         }
-        enqueue_all(rk, rkt, (int32_t)(chunk_no++ % arg_partitions), msgs, n);
+        enqueue_all(rk, rkt, arg_any ? RD_KAFKA_PARTITION_UA : (int32_t)(chunk_no % arg_partitions),
+                    msgs, n);
+        chunk_no++;
         sent += n;
     }
     while (delivered + failed < arg_count && (now_ns() - t0) / 1e9 < arg_timeout)

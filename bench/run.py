@@ -10,6 +10,14 @@ It prints a table, writes ``bench/results.json`` and with ``--plot`` a PNG.
 
 ``--quick`` uses small counts and one repetition: a smoke test that every contender
 produced and consumed every message, not a measurement.
+
+``--family scale`` runs the scale family instead (issue 15): a partition sweep (4, 64, 512,
+2,048 partitions; consume into objects, Arrow, produce), the producer at 2,048 partitions
+with ``partition=None`` (each rdk balancer against librdkafka's default partitioner), a
+message-size sweep (10 B to 1 MiB), rdk's offset files against a no-op store, a paused
+consumer at 2,048 partitions and an ``rdk.workers`` pool of 1 and 2 processes. It prints
+two sweep tables next to the usual one and with ``--plot`` writes ``bench/scale.png``
+(msgs/s against partitions and against message size, per broker). ``--family all`` runs both.
 """
 
 import argparse
@@ -18,6 +26,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -29,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rdk.mock import start_broker
+from rdk.producer import BALANCERS
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -37,6 +47,8 @@ NATIVE_SRC = HERE / "native.c"
 NATIVE_BIN = HERE / "native"
 DEFAULT_OUT = HERE / "results.json"
 DEFAULT_PLOT = HERE / "results.png"
+DEFAULT_SCALE_OUT = HERE / "scale.json"
+DEFAULT_SCALE_PLOT = HERE / "scale.png"
 MiB = 1024 * 1024
 
 # The same settings for every contender (librdkafka names; kafka-python gets its
@@ -77,6 +89,21 @@ NATIVE = "native C"
 SCRIPTS = {"rdk": "rdk_client.py", "confluent-kafka": "confluent_client.py",
            "kafka-python": "kafka_python_client.py"}
 BROKERS = ["mock", "tansu"]
+FAMILIES = ["core", "scale", "all"]
+
+# Variants of a contender (scale family): its process with extra job options. They run
+# whenever their base contender is selected (--contenders).
+NOOP = "rdk no-op store"
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    NOOP: ("rdk", {"offset_store": "noop"}),
+    "rdk pool 1": ("rdk", {"workers": 1}),
+    "rdk pool 2": ("rdk", {"workers": 2}),
+    **{f"rdk balancer={b}": ("rdk", {"balancer": b}) for b in BALANCERS},
+}
+
+
+def base_of(contender: str) -> str:
+    return VARIANTS[contender][0] if contender in VARIANTS else contender
 
 
 @dataclass
@@ -95,6 +122,12 @@ class Scenario:
     quick_duration: float = 1.0
     hold: float = 5.0
     quick_hold: float = 1.0
+    family: str = "core"
+    partitions: int = 0  # 0: partitions_for() decides
+    options: dict[str, Any] = field(default_factory=dict)  # job options for every contender
+    producer_extra: dict[str, Any] = field(default_factory=dict)  # extra producer settings
+    axis: str = ""  # "partitions" | "size": the sweep this scenario is a point of
+    point: int = 0  # the partition count or message size on that axis
 
 
 SCENARIOS = [
@@ -112,6 +145,85 @@ SCENARIOS = [
              1024, 1024 * MiB, 16 * MiB, ["rdk", "confluent-kafka"]),
 ]
 
+# ---- the scale family (issue 15) --------------------------------------------------------
+
+SWEEP_PARTITIONS = [4, 64, 512, 2048]
+SWEEP_SIZES = [10, 100, 1024, 64 * 1024, MiB]
+SIZE_PARTITIONS = 128  # size sweep: enough for the mock cluster's retention at every size
+SIZE_BUDGET = 256 * MiB  # size sweep: value bytes per run, at most SCALE_COUNT messages
+QUICK_SIZE_BUDGET = 16 * MiB
+SCALE_COUNT, QUICK_SCALE_COUNT = 1_000_000, 20_000
+NOOP_AT = (4, 512, 2048)  # partition counts where rdk also runs with a no-op offset store
+# 1 MiB values (plus record overhead) exceed librdkafka's default message.max.bytes
+# (1,000,000): the size sweep raises it for every contender alike
+SIZE_PRODUCER = {"message.max.bytes": 4 * MiB}
+
+
+def _scale_scenarios() -> list[Scenario]:
+    out = []
+    objects, arrow, produce = (["rdk", BASELINE, NATIVE], ["rdk", NATIVE],
+                               ["rdk", BASELINE, NATIVE])
+    for n in SWEEP_PARTITIONS:
+        common = dict(family="scale", partitions=n, axis="partitions", point=n)
+        out += [
+            Scenario(f"part{n}_consume", "consume",
+                     f"consume 100 B into objects from {n} partitions", 100, SCALE_COUNT,
+                     QUICK_SCALE_COUNT, objects + ([NOOP] if n in NOOP_AT else []), **common),
+            Scenario(f"part{n}_arrow", "arrow", f"consume 100 B into Arrow from {n} partitions",
+                     100, SCALE_COUNT, QUICK_SCALE_COUNT, arrow, **common),
+            Scenario(f"part{n}_produce", "produce",
+                     f"produce 100 B to {n} explicit partitions", 100, SCALE_COUNT,
+                     QUICK_SCALE_COUNT, produce, **common),
+        ]
+    out.append(Scenario(
+        "part2048_produce_any", "produce",
+        "produce 100 B to 2048 partitions with partition=None (rdk balancers; librdkafka's "
+        "default partitioner for confluent-kafka and native C)", 100, SCALE_COUNT,
+        QUICK_SCALE_COUNT, [f"rdk balancer={b}" for b in BALANCERS] + [BASELINE, NATIVE],
+        family="scale", partitions=2048, options={"any_partition": True}))
+    for size in SWEEP_SIZES:
+        count = min(SCALE_COUNT, SIZE_BUDGET // size)
+        quick = min(QUICK_SCALE_COUNT, QUICK_SIZE_BUDGET // size)
+        common = dict(family="scale", partitions=SIZE_PARTITIONS, axis="size", point=size,
+                      producer_extra=SIZE_PRODUCER)
+        label = size_label(size)
+        out += [
+            Scenario(f"size{size}_produce", "produce",
+                     f"produce {count:,} x {label} to {SIZE_PARTITIONS} partitions", size,
+                     count, quick, produce, **common),
+            Scenario(f"size{size}_consume", "consume",
+                     f"consume {count:,} x {label} into objects", size, count, quick,
+                     objects, **common),
+            Scenario(f"size{size}_arrow", "arrow", f"consume {count:,} x {label} into Arrow",
+                     size, count, quick, arrow, **common),
+        ]
+    out += [
+        Scenario("part2048_paused_rss", "paused_rss",
+                 "peak RSS of a paused consumer, 1 GiB backlog on 2048 partitions", 1024,
+                 1024 * MiB, 16 * MiB, ["rdk", BASELINE], family="scale", partitions=2048),
+        Scenario("workers_64", "consume",
+                 "rdk.workers pool of 1 and 2 processes (and one Consumer) on 64 partitions, "
+                 "100 B", 100, SCALE_COUNT, QUICK_SCALE_COUNT, ["rdk", "rdk pool 1", "rdk pool 2"],
+                 family="scale", partitions=64),
+    ]
+    return out
+
+
+def size_label(size: int) -> str:
+    if size >= MiB and size % MiB == 0:
+        return f"{size // MiB} MiB"
+    if size >= 1024 and size % 1024 == 0:
+        return f"{size // 1024} KiB"
+    return f"{size} B"
+
+
+SCALE_SCENARIOS = _scale_scenarios()
+ALL_SCENARIOS = SCENARIOS + SCALE_SCENARIOS
+
+
+def family_scenarios(family: str) -> list[Scenario]:
+    return {"core": SCENARIOS, "scale": SCALE_SCENARIOS, "all": ALL_SCENARIOS}[family]
+
 
 # ---- brokers (started by rdk.mock's start_broker) ------------------------------
 
@@ -123,12 +235,13 @@ def watermarks(broker: str, bootstrap: str, topic: str, partitions: int) -> list
 
     from rdk import Admin
 
+    if broker == "mock":
+        return listed_watermarks(bootstrap, topic, partitions)
     # a short fetch wait keeps Tansu's confirming fetch quick (the admin's producer handle
     # warns that the property is not its own: silenced)
     logging.getLogger("rdk").setLevel(logging.ERROR)
     with Admin(bootstrap, {"fetch.wait.max.ms": 10}) as admin:
-        ask = admin.query_watermarks if broker == "mock" else admin.watermarks
-        return [ask(topic, p, timeout=30) for p in range(partitions)]
+        return [admin.watermarks(topic, p, timeout=30) for p in range(partitions)]
 
 
 # ---- native C ----------------------------------------------------------------------------
@@ -170,7 +283,7 @@ def native_argv(binary: Path, job: dict[str, Any]) -> list[str]:
             f"chunk={job['chunk']}", f"batch={job['batch']}", f"wait={job['wait_ms']}",
             f"arrow={int(job['scenario'] == 'arrow')}", f"rate={job['rate']}",
             f"duration={job['duration']}", f"warmup={job['warmup']}", f"timeout={job['timeout']}",
-            f"idle={job['idle']}"]
+            f"idle={job['idle']}", f"any={int(bool(job.get('options', {}).get('any_partition')))}"]
     args += [f"P.{k}={v}" for k, v in job["producer"].items()]
     args += [f"C.{k}={v}" for k, v in job["consumer"].items()]
     return args
@@ -193,8 +306,9 @@ class Run:
     def msgs_per_s(self) -> float | None:
         """Messages in the timed window per second (consumers: after the first batch)."""
         r = self.result
-        if self.status != "ok" or not r.get("seconds") or not r.get("count"):
-            return None
+        if (self.status != "ok" or not r.get("seconds") or not r.get("count")
+                or not r.get("timed_count", r["count"])):
+            return None  # nothing timed (a tiny --quick run: everything in the first batch)
         return r.get("timed_count", r["count"]) / r["seconds"]
 
     @property
@@ -224,6 +338,9 @@ def parse_result(stdout: str) -> dict[str, Any] | None:
 
 def execute(contender: str, job: dict[str, Any], native: Path | None) -> tuple[dict | None, str]:
     """Run one contender process; (result, problem)."""
+    if contender in VARIANTS:
+        base, extra = VARIANTS[contender]
+        contender, job = base, {**job, "options": {**job.get("options", {}), **extra}}
     if contender == NATIVE:
         argv = native_argv(native, job)
     else:
@@ -241,16 +358,61 @@ def execute(contender: str, job: dict[str, Any], native: Path | None) -> tuple[d
     return result, ""
 
 
-def verify(scenario: Scenario, job: dict[str, Any], result: dict[str, Any], broker: str) -> str:
+def listed_watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
+    """(low, high) as ListOffsets answers them, 16 partitions at a time."""
+    import logging
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rdk import Admin
+
+    logging.getLogger("rdk").setLevel(logging.ERROR)
+    with Admin(bootstrap) as admin, ThreadPoolExecutor(min(16, partitions)) as pool:
+        return list(pool.map(lambda p: admin.query_watermarks(topic, p, timeout=30),
+                             range(partitions)))
+
+
+def verify_by_consuming(job: dict[str, Any], native: Path | None) -> str:
+    """Tansu at many partitions, where confirming its high watermarks with a fetch takes
+    ~15 ms a partition (27 s at 2,048): the native consumer reads the topic back and must
+    get exactly job["count"] messages of the right size, without gaps in any partition,
+    and ListOffsets (which on Tansu can only under-count) must not show more."""
+    if native is None:
+        return "cannot verify: the native C consumer is unavailable"
+    listed = sum(high for _, high in listed_watermarks(job["bootstrap"], job["topic"],
+                                                       job["partitions"]))
+    if listed > job["count"]:
+        return f"the broker lists {listed} messages, expected {job['count']}"
+    back, problem = execute(NATIVE, {**job, "scenario": "consume", "wait_ms": 100,
+                                     "options": {}}, native)
+    if back is None:
+        return f"reading the topic back: {problem}"
+    if back.get("count") != job["count"] or back.get("gaps") or back.get("errors"):
+        return (f"read back {back.get('count')} of {job['count']} messages "
+                f"({back.get('gaps')} gaps, {back.get('errors')} errors)")
+    if back.get("bytes") != job["count"] * job["size"]:
+        return f"read back {back.get('bytes')} value bytes, expected {job['count'] * job['size']}"
+    return ""
+
+
+# Tansu: from this many partitions on, produce runs are verified by reading the topic back
+# (verify_by_consuming) and filled topics by ListOffsets alone (their consumers count)
+TANSU_FETCH_CHECK_LIMIT = 256
+
+
+def verify(scenario: Scenario, job: dict[str, Any], result: dict[str, Any], broker: str,
+           native: Path | None = None) -> str:
     """What is wrong with a finished run ("" when every message is accounted for)."""
     kind = scenario.kind
     if result.get("errors"):
-        return f"{result['errors']} error messages"
+        return f"{result['errors']} error messages" + (f" ({result['error']})"
+                                                       if result.get("error") else "")
     if result.get("bad_size"):
         return f"{result['bad_size']} batches ended with a value of the wrong size"
     if kind == "produce":
         if result.get("count") != job["count"]:
             return f"delivered {result.get('count')} of {job['count']}"
+        if broker != "mock" and job["partitions"] > TANSU_FETCH_CHECK_LIMIT:
+            return verify_by_consuming(job, native)
         marks = watermarks(broker, job["bootstrap"], job["topic"], job["partitions"])
         on_broker = sum(high for _, high in marks)
         if on_broker != job["count"]:
@@ -270,11 +432,28 @@ def verify(scenario: Scenario, job: dict[str, Any], result: dict[str, Any], brok
     return ""
 
 
+def size_refused(native: Path | None, job: dict[str, Any]) -> str:
+    """The broker's error when it refuses one message of ``job["size"]`` from the native
+    producer (with the scenario's settings), "" when it takes it (or it cannot be told)."""
+    if native is None:
+        return ""
+    result, _ = execute(NATIVE, {**job, "scenario": "produce", "count": 1, "chunk": 1,
+                                       "options": {}}, native)
+    if result is None or result.get("count") == 1:
+        return ""
+    return (f"the broker refused a {size_label(job['size'])} message: "
+            f"{result.get('error') or 'delivery failed'} (message.max.bytes="
+            f"{job['producer'].get('message.max.bytes', 'default')})")
+
+
 # ---- a scenario on one broker ------------------------------------------------------------
 
 
 def partitions_for(scenario: Scenario, broker: str, count: int) -> int:
-    """4 partitions, or enough that the mock cluster's retention keeps everything."""
+    """4 partitions, or enough that the mock cluster's retention keeps everything (scale
+    scenarios name their partition count)."""
+    if scenario.partitions:
+        return scenario.partitions
     if scenario.kind in ("produce", "latency"):
         return 4
     messages = count if scenario.kind != "paused_rss" else count // scenario.size
@@ -284,16 +463,34 @@ def partitions_for(scenario: Scenario, broker: str, count: int) -> int:
     return 4
 
 
+def mock_capacity(partitions: int, size: int) -> int:
+    """Messages of ``size`` the mock cluster keeps on ``partitions`` partitions."""
+    return int(partitions * MOCK_PARTITION_BYTES // (size + RECORD_OVERHEAD))
+
+
 def make_job(scenario: Scenario, broker: str, bootstrap: str, topic: str, quick: bool,
              timeout: float) -> dict[str, Any]:
     count = scenario.quick_count if quick else scenario.count
     parts = partitions_for(scenario, broker, count)
+    if scenario.family == "scale" and scenario.kind in ("consume", "arrow") and broker == "mock":
+        count = min(count, mock_capacity(parts, scenario.size))  # as many as it keeps
+    chunk, batch = SEND_CHUNK, CONSUME_BATCH
+    if scenario.family == "scale":
+        # every partition gets sends; a send pool of at most 64 MiB (1 MiB values)
+        chunk = max(1, min(SEND_CHUNK, count // parts, 64 * MiB // scenario.size))
+        if scenario.options.get("any_partition"):
+            chunk = SEND_CHUNK  # the library spreads each call over the partitions
+        # a consume call waits (up to wait_ms) for a full batch: with few large messages a
+        # batch of 10 000 would be the whole run, timed as one wait. At most 1/20 of the run
+        # and 16 MiB per batch, for every contender alike.
+        batch = max(1, min(CONSUME_BATCH, count // 20, 16 * MiB // scenario.size))
     duration = scenario.quick_duration if quick else scenario.duration
     job = {"scenario": scenario.kind, "bootstrap": bootstrap, "topic": topic,
-           "partitions": parts, "count": count, "size": scenario.size, "chunk": SEND_CHUNK,
-           "batch": CONSUME_BATCH, "wait_ms": CONSUME_WAIT_MS, "rate": scenario.rate,
+           "partitions": parts, "count": count, "size": scenario.size, "chunk": chunk,
+           "batch": batch, "wait_ms": CONSUME_WAIT_MS, "rate": scenario.rate,
            "duration": 0.0, "warmup": 0, "hold_seconds": 0.0, "timeout": timeout, "idle": IDLE,
-           "producer": dict(PRODUCER_SETTINGS), "consumer": dict(CONSUMER_SETTINGS)}
+           "producer": {**PRODUCER_SETTINGS, **scenario.producer_extra},
+           "consumer": dict(CONSUMER_SETTINGS), "options": dict(scenario.options)}
     if scenario.kind == "latency":
         job.update(duration=duration, warmup=int(scenario.rate * duration / 10),
                    wait_ms=LATENCY_WAIT_MS, consumer=dict(LATENCY_CONSUMER_SETTINGS))
@@ -313,6 +510,11 @@ def fill_topic(native: Path | None, job: dict[str, Any], broker: str) -> str:
         return f"filling {job['topic']}: {problem}"
     if result.get("count") != job["count"]:
         return f"filling {job['topic']}: delivered {result.get('count')} of {job['count']}"
+    if broker != "mock" and job["partitions"] > TANSU_FETCH_CHECK_LIMIT:
+        marks = listed_watermarks(job["bootstrap"], job["topic"], job["partitions"])
+        if any(low != 0 for low, _ in marks) or sum(h for _, h in marks) > job["count"]:
+            return f"filling {job['topic']}: the broker lists {marks[:4]}... (low must be 0)"
+        return ""  # ListOffsets under-counts on Tansu; every consumer run counts exactly
     marks = watermarks(broker, job["bootstrap"], job["topic"], job["partitions"])
     per_part = [high - low for low, high in marks]
     if any(low != 0 for low, _ in marks) or sum(per_part) != job["count"]:
@@ -326,6 +528,7 @@ def contender_available(name: str, native: Path | None, native_why: str) -> str:
     """"" when the contender can run here, else why not."""
     import importlib.util
 
+    name = base_of(name)
     if name == NATIVE:
         return "" if native is not None else native_why
     module = {"rdk": "rdk", "confluent-kafka": "confluent_kafka", "kafka-python": "kafka"}[name]
@@ -336,24 +539,35 @@ def contender_available(name: str, native: Path | None, native_why: str) -> str:
 
 def run_scenario(scenario: Scenario, broker: str, args: argparse.Namespace,
                  native: Path | None, unavailable: dict[str, str], log) -> list[Run]:
-    contenders = [c for c in scenario.contenders if c in args.contenders]
+    contenders = [c for c in scenario.contenders if base_of(c) in args.contenders]
     tag = uuid.uuid4().hex[:6]
     shared = scenario.kind in ("consume", "arrow", "paused_rss")
     topics: dict[tuple[str, int], str] = {}
     for rep in range(args.repeat):
         for c in contenders:
-            slug = c.replace(" ", "-").replace("_", "-")
+            slug = re.sub(r"[^A-Za-z0-9.-]+", "-", c)
             topics[(c, rep)] = (f"{scenario.name}-{tag}" if shared
                                 else f"{scenario.name}-{slug}-{rep}-{tag}").replace("_", "-")
     probe = make_job(scenario, broker, "", "", args.quick, args.timeout)
     runs: list[Run] = []
+    wanted = {t: probe["partitions"] for t in set(topics.values())}
+    size_probe = f"{scenario.name}-probe-{tag}".replace("_", "-")
+    if scenario.size > 1_000_000:
+        wanted[size_probe] = 1
     try:
-        server = start_broker(broker, {t: probe["partitions"] for t in set(topics.values())})
+        server = start_broker(broker, wanted)
     except Exception as e:  # a broker that cannot start fails this scenario's runs
         return [Run(broker, scenario.name, c, r, "failed", f"broker: {e}")
                 for (c, r) in topics]
     try:
         fill_problem = ""
+        if scenario.size > 1_000_000:
+            refused = size_refused(native, {**probe, "bootstrap": server.bootstrap_servers,
+                                            "topic": size_probe, "partitions": 1})
+            if refused:
+                log(f"  [{broker}] {scenario.name}: unsupported: {refused}")
+                return [Run(broker, scenario.name, c, r + 1, "unsupported", refused)
+                        for r in range(args.repeat) for c in contenders]
         if shared:
             job0 = make_job(scenario, broker, server.bootstrap_servers,
                             next(iter(topics.values())), args.quick, args.timeout)
@@ -364,8 +578,8 @@ def run_scenario(scenario: Scenario, broker: str, args: argparse.Namespace,
             for c in contenders:
                 run = Run(broker, scenario.name, c, rep + 1)
                 runs.append(run)
-                if unavailable.get(c):
-                    run.status, run.problem = "unavailable", unavailable[c]
+                if unavailable.get(base_of(c)):
+                    run.status, run.problem = "unavailable", unavailable[base_of(c)]
                     continue
                 if fill_problem:
                     run.status, run.problem = "failed", fill_problem
@@ -373,22 +587,27 @@ def run_scenario(scenario: Scenario, broker: str, args: argparse.Namespace,
                 job = make_job(scenario, broker, server.bootstrap_servers, topics[(c, rep)],
                                args.quick, args.timeout)
                 began = time.monotonic()
-                result, problem = execute(c, job, native)
-                if result is not None and result.get("unavailable"):
-                    run.status, run.problem = "unavailable", result.get("reason", "")
-                elif result is not None and result.get("unsupported"):
-                    run.status, run.problem = "unsupported", result.get("reason", "")
-                elif result is None:
-                    run.status, run.problem = "failed", problem
-                else:
-                    run.result = result
-                    problem = verify(scenario, job, result, broker)
-                    if problem:
-                        run.status, run.problem = "failed", problem
+                run_one(run, scenario, job, native)
                 log(f"  {describe_run(run)} [{time.monotonic() - began:.1f} s]")
     finally:
         server.close()
     return runs
+
+
+def run_one(run: Run, scenario: Scenario, job: dict[str, Any], native: Path | None) -> None:
+    """Execute one run and record its result, or why it has none, in ``run``."""
+    result, problem = execute(run.contender, job, native)
+    if result is not None and result.get("unavailable"):
+        run.status, run.problem = "unavailable", result.get("reason", "")
+    elif result is not None and result.get("unsupported"):
+        run.status, run.problem = "unsupported", result.get("reason", "")
+    elif result is None:
+        run.status, run.problem = "failed", problem
+    else:
+        run.result = result
+        problem = verify(scenario, job, result, run.broker, native)
+        if problem:
+            run.status, run.problem = "failed", problem
 
 
 def describe_run(run: Run) -> str:
@@ -402,10 +621,37 @@ def describe_run(run: Run) -> str:
         return (f"{head} peak RSS {r['peak_rss'] / MiB:.0f} MiB (baseline "
                 f"{r['baseline_rss'] / MiB:.0f} MiB, {r['count']} received, "
                 f"{r.get('after_pause', 0)} after pause)")
+    if run.msgs_per_s is None:
+        return f"{head} {r['count']} msgs, too few timed for a rate"
     return f"{head} {run.msgs_per_s:,.0f} msg/s, {run.mb_per_s:.1f} MB/s ({r['count']} msgs)"
 
 
 # ---- summary -----------------------------------------------------------------------------
+
+# scale family: rdk's offset store (consume runs) and Consumer.start(); the pool's workers
+EXTRA_FIGURES = ("start_seconds", "offset_files_per_s", "sync_calls_per_s",
+                 "offset_flushes_per_s", "workers", "children_cpu_seconds")
+
+
+def medians(rows: list[Run]) -> dict[str, Any]:
+    """The median of every figure over a cell's verified runs."""
+
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    cell = {"msgs_per_s": med([r.msgs_per_s for r in rows]),
+            "mb_per_s": med([r.mb_per_s for r in rows]),
+            "cpu_us_per_msg": med([r.cpu_us_per_msg for r in rows]),
+            "count": rows[0].result.get("count")}  # messages per run (verified)
+    for key in ("p50_ms", "p99_ms", "peak_rss", "baseline_rss", "after_pause", *EXTRA_FIGURES):
+        if key in rows[0].result:
+            cell[key] = med([r.result.get(key) for r in rows])
+    per_process = [statistics.mean(r.result["cpu_us_per_msg_per_process"])
+                   for r in rows if r.result.get("cpu_us_per_msg_per_process")]
+    if per_process:
+        cell["cpu_us_per_msg_per_process"] = statistics.median(per_process)
+    return cell
 
 
 def summarise(runs: list[Run]) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
@@ -431,17 +677,7 @@ def summarise(runs: list[Run]) -> dict[str, dict[str, dict[str, dict[str, Any]]]
                     continue
                 if cell["status"] != "ok" and cell["ok"]:
                     cell["status"] = "partly failed"
-
-                def med(values):
-                    values = [v for v in values if v is not None]
-                    return statistics.median(values) if values else None
-
-                cell["msgs_per_s"] = med([r.msgs_per_s for r in rows])
-                cell["mb_per_s"] = med([r.mb_per_s for r in rows])
-                cell["cpu_us_per_msg"] = med([r.cpu_us_per_msg for r in rows])
-                for key in ("p50_ms", "p99_ms", "peak_rss", "baseline_rss", "after_pause"):
-                    if key in rows[0].result:
-                        cell[key] = med([r.result.get(key) for r in rows])
+                cell.update(medians(rows))
             base = scenario.get(BASELINE, {}).get("msgs_per_s")
             native = scenario.get(NATIVE, {}).get("msgs_per_s")
             for cell in scenario.values():
@@ -453,8 +689,9 @@ def summarise(runs: list[Run]) -> dict[str, dict[str, dict[str, dict[str, Any]]]
     return out
 
 
-def check_targets(summary: dict, brokers: list[str]) -> list[dict[str, Any]]:
-    """Each issue-7 target on each broker: holds, missed, or unknown (and why)."""
+def target_specs() -> list[tuple[str, str, str, float, str]]:
+    """(scenario, text, figure, bound, ">=" or "<=") of every target: issue 7's for the core
+    family, issue 15's for the scale family."""
     limit = CONSUMER_SETTINGS["queued.max.messages.kbytes"] * 1024 + 64 * MiB
     specs = [
         ("produce_100b", "produce 1 M x 100 B >= 2 x confluent-kafka", "vs_confluent", 2.0, ">="),
@@ -466,24 +703,58 @@ def check_targets(summary: dict, brokers: list[str]) -> list[dict[str, Any]]:
         ("paused_rss", f"paused RSS <= queued.max.messages.kbytes + 64 MiB ({limit // MiB} MiB)",
          "peak_rss", float(limit), "<="),
     ]
+    for n in SWEEP_PARTITIONS:
+        specs += [
+            (f"part{n}_consume", f"consume objects at {n} partitions >= 1.3 x confluent-kafka",
+             "vs_confluent", 1.3, ">="),
+            (f"part{n}_arrow", f"Arrow at {n} partitions >= 0.8 x native C", "vs_native", 0.8,
+             ">="),
+            (f"part{n}_produce", f"produce 100 B at {n} partitions >= 2 x confluent-kafka",
+             "vs_confluent", 2.0, ">="),
+        ]
+    for size in SWEEP_SIZES:
+        specs += [
+            (f"size{size}_produce", f"produce {size_label(size)} >= 1 x confluent-kafka",
+             "vs_confluent", 1.0, ">="),
+            (f"size{size}_arrow", f"Arrow {size_label(size)} >= 0.8 x native C", "vs_native",
+             0.8, ">="),
+        ]
+    specs += [
+        ("part2048_paused_rss", f"paused RSS at 2048 partitions <= queued.max.messages.kbytes "
+         f"+ 64 MiB ({limit // MiB} MiB)", "peak_rss", float(limit), "<="),
+        ("part2048_paused_rss", "paused RSS at 2048 partitions <= confluent-kafka's",
+         "peak_rss_vs_confluent", 1.0, "<="),
+        ("part2048_consume", "offset files cost <= 10 % of consume throughput at 2048 "
+         "partitions (rdk >= 0.9 x rdk no-op store)", "vs_noop", 0.9, ">="),
+    ]
+    return specs
+
+
+def check_targets(summary: dict, brokers: list[str]) -> list[dict[str, Any]]:
+    """Each target on each broker: holds, missed, or unknown (and why)."""
     out = []
     for broker in brokers:
-        for scenario, text, key, bound, op in specs:
+        for scenario, text, key, bound, op in target_specs():
             if scenario not in summary.get(broker, {}):
                 continue  # not run this time
             cells = summary[broker][scenario]
             rdk = cells.get("rdk", {})
             value = rdk.get(key)
-            if key == "p99_vs_confluent":
-                base = cells.get(BASELINE, {}).get("p99_ms")
-                value = rdk["p99_ms"] / base if rdk.get("p99_ms") is not None and base else None
+            other = {"p99_vs_confluent": (BASELINE, "p99_ms"),
+                     "peak_rss_vs_confluent": (BASELINE, "peak_rss"),
+                     "vs_noop": (NOOP, "msgs_per_s")}.get(key)
+            if other is not None:
+                mine = rdk.get(other[1])
+                base = cells.get(other[0], {}).get(other[1])
+                value = mine / base if mine is not None and base else None
             if value is None:
-                why = "; ".join(rdk.get("problems", [])) or "not measured"
+                problems = [p for c in cells.values() for p in c.get("problems", [])]
+                why = "; ".join(dict.fromkeys(problems)) or "not measured"
                 state = "unknown"
             else:
                 holds = value >= bound if op == ">=" else value <= bound
                 state, why = ("holds" if holds else "MISSED"), ""
-            out.append({"broker": broker, "scenario": scenario, "target": text,
+            out.append({"broker": broker, "scenario": scenario, "target": text, "figure": key,
                         "value": value, "bound": bound, "state": state, "why": why})
     return out
 
@@ -551,6 +822,172 @@ def markdown(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> st
     return "\n".join(lines)
 
 
+# ---- the scale family's tables and plot --------------------------------------------------
+
+SWEEP_KINDS = (("consume", "consume into objects"), ("arrow", "consume into Arrow"),
+               ("produce", "produce, explicit partitions"))
+
+
+def sweep_grid(summary: dict, scenarios: list[Scenario], broker: str, axis: str,
+               kind: str) -> tuple[list[int], list[str], dict[tuple[str, int], dict]]:
+    """(points on the axis, contenders, {(contender, point): summary cell})."""
+    points, contenders, cells = [], [], {}
+    for s in scenarios:
+        if s.axis != axis or s.kind != kind:
+            continue
+        for c, cell in summary.get(broker, {}).get(s.name, {}).items():
+            if s.point not in points:
+                points.append(s.point)
+            if c not in contenders:
+                contenders.append(c)
+            cells[(c, s.point)] = cell
+    return points, contenders, cells
+
+
+def sweep_cell(cell: dict | None, with_ratios: bool = True) -> str:
+    if not cell:
+        return ""
+    if not cell.get("ok"):
+        return cell["status"]
+    text = fmt(cell.get("msgs_per_s"), ",.0f")
+    ratios = [f"{label}{cell[key]:.2f}" for key, label in (("vs_confluent", "c"),
+                                                          ("vs_native", "n"))
+              if cell.get(key) is not None and with_ratios]
+    return text + (f" ({' '.join(ratios)})" if ratios else "")
+
+
+def axis_label(axis: str, point: int) -> str:
+    return f"{point} partitions" if axis == "partitions" else size_label(point)
+
+
+def sweep_tables(summary: dict, scenarios: list[Scenario], brokers: list[str],
+                 md: bool = False) -> str:
+    """msgs/s per contender against partitions and against message size, with the ratio to
+    confluent-kafka (c) and native C (n); the message counts under each column."""
+    lines = []
+    for axis, what in (("partitions", "partition sweep (100 B)"),
+                       ("size", f"size sweep ({SIZE_PARTITIONS} partitions)")):
+        for broker in brokers:
+            for kind, title in SWEEP_KINDS:
+                points, contenders, cells = sweep_grid(summary, scenarios, broker, axis, kind)
+                if not points:
+                    continue
+                head = ["contender"] + [axis_label(axis, p) for p in points]
+                rows = [[c] + [sweep_cell(cells.get((c, p))) for p in points]
+                        for c in contenders]
+                counts = ["messages/run"] + [
+                    fmt(next((cells[(c, p)].get("count") for c in contenders
+                              if cells.get((c, p), {}).get("count")), None), ",.0f")
+                    for p in points]
+                rows.append(counts)
+                caption = (f"{broker}: {what}, {title}: msgs/s (x confluent-kafka c, "
+                           "x native C n)")
+                if md:
+                    lines += [f"\n**{caption}**\n", "| " + " | ".join(head) + " |",
+                              "|---|" + "--:|" * len(points)]
+                    lines += ["| " + " | ".join(r) + " |" for r in rows]
+                    continue
+                widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+                lines.append(f"\n{caption}")
+                for i, r in enumerate([head, *rows]):
+                    lines.append("  ".join(v.rjust(w) if j else v.ljust(w)
+                                           for j, (v, w) in enumerate(zip(r, widths, strict=True))))
+                    if i == 0:
+                        lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def scale_details(summary: dict, scenarios: list[Scenario], brokers: list[str],
+                  md: bool = False) -> str:
+    """rdk's offset files against the no-op store, Consumer.start() time, and the pool."""
+    head = ["broker", "scenario", "contender", "msgs/s", "x no-op store", "start s",
+            "offset files/s", "syncs/s", "CPU us/msg/process"]
+    rows = []
+    names = [s.name for s in scenarios if s.family == "scale" and s.kind == "consume"
+             and (s.axis == "partitions" or s.name.startswith("workers"))]
+    for broker in brokers:
+        for name in names:
+            cells = summary.get(broker, {}).get(name, {})
+            noop = cells.get(NOOP, {}).get("msgs_per_s")
+            for c, cell in cells.items():
+                if base_of(c) != "rdk" or not cell.get("ok"):
+                    continue
+                v = cell.get("msgs_per_s")
+                rows.append([broker, name, c, fmt(v, ",.0f"),
+                             fmt(v / noop if v and noop and c != NOOP else None, ".2f"),
+                             fmt(cell.get("start_seconds"), ".2f"),
+                             fmt(cell.get("offset_files_per_s"), ",.0f"),
+                             fmt(cell.get("sync_calls_per_s"), ",.1f"),
+                             fmt(cell.get("cpu_us_per_msg_per_process",
+                                          cell.get("cpu_us_per_msg")), ".2f")])
+    if not rows:
+        return ""
+    caption = ("rdk consume: offset files against a no-op store, Consumer.start() (locks and "
+               "reads of the offset files), offset-file writes and sync calls per second of "
+               "the consumer's life; pool: CPU per message per worker process")
+    if md:
+        return "\n".join([f"\n**{caption}**\n", "| " + " | ".join(head) + " |",
+                          "|---|---|---|" + "--:|" * (len(head) - 3)]
+                         + ["| " + " | ".join("" if v == "-" else v for v in r) + " |"
+                            for r in rows])
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    lines = [f"\n{caption}"]
+    for i, r in enumerate([head, *rows]):
+        lines.append("  ".join(v.rjust(w) if j >= 3 else v.ljust(w)
+                               for j, (v, w) in enumerate(zip(r, widths, strict=True))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def plot_scale(summary: dict, scenarios: list[Scenario], brokers: list[str], path: Path) -> None:
+    """Per broker, two log-log panels: msgs/s against partitions and against message size;
+    a colour per contender, a line style per kind (consume, Arrow, produce)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"rdk": "tab:blue", BASELINE: "tab:orange", NATIVE: "tab:green",
+               NOOP: "tab:purple"}
+    styles = {"consume": ("-", "o"), "arrow": (":", "s"), "produce": ("--", "^")}
+    fig, axes = plt.subplots(len(brokers), 2, figsize=(13, 4.8 * len(brokers)), squeeze=False)
+    for row, broker in zip(axes, brokers, strict=True):
+        for ax, axis in zip(row, ("partitions", "size"), strict=True):
+            drawn = False
+            ticks: set[int] = set()
+            for kind, _ in SWEEP_KINDS:
+                points, contenders, cells = sweep_grid(summary, scenarios, broker, axis, kind)
+                ticks.update(points)
+                for c in contenders:
+                    xs = [p for p in points if cells.get((c, p), {}).get("msgs_per_s")]
+                    if not xs:
+                        continue
+                    ys = [cells[(c, p)]["msgs_per_s"] for p in xs]
+                    line, marker = styles[kind]
+                    ax.plot(xs, ys, linestyle=line, marker=marker,
+                            color=colours.get(c, "tab:gray"), label=f"{c}, {kind}")
+                    drawn = True
+            ax.set_xscale("log", base=2)
+            if ticks:
+                ax.set_xticks(sorted(ticks), [str(t) if axis == "partitions" else size_label(t)
+                                              for t in sorted(ticks)])
+                ax.minorticks_off()
+            if drawn:
+                ax.set_yscale("log")
+            ax.set_xlabel("partitions (100 B messages)" if axis == "partitions"
+                          else f"message size, bytes ({SIZE_PARTITIONS} partitions)")
+            ax.set_ylabel("messages / s")
+            against = "partitions" if axis == "partitions" else "message size"
+            ax.set_title(f"{broker}: msgs/s against {against}")
+            ax.grid(True, which="both", alpha=0.3)
+            if drawn:
+                ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {"cores": os.cpu_count(), "platform": platform.platform(),
                             "python": platform.python_version()}
@@ -601,6 +1038,18 @@ def settings_text() -> str:
             "broker (high watermarks) or the known topic contents")
 
 
+def scale_settings_text() -> str:
+    return (f"scale family: sends of count / partitions messages (at most {SEND_CHUNK} and 64 MiB), one "
+            "partition after another, so every partition gets some (partition=None: "
+            f"{SEND_CHUNK} per call); consume calls take at most count / 20 messages and 16 MiB "
+            f"(waiting up to {CONSUME_WAIT_MS} ms for them); size sweep: {SIZE_PARTITIONS} "
+            f"partitions, min({SCALE_COUNT:,} messages, {SIZE_BUDGET // MiB} MiB) per run, "
+            + ", ".join(f"{k}={v}" for k, v in SIZE_PRODUCER.items()) + " for every producer; "
+            "on the mock cluster consume topics hold as many messages as its retention keeps; "
+            f"on Tansu above {TANSU_FETCH_CHECK_LIMIT} partitions produce runs are verified by "
+            "reading the topic back with the native consumer")
+
+
 def plot(summary: dict, scenarios: list[Scenario], brokers: list[str], path: Path) -> None:
     import matplotlib
 
@@ -639,13 +1088,21 @@ def build_parser(prog: str = "python bench/run.py") -> argparse.ArgumentParser:
                         "--quick 1)")
     p.add_argument("--brokers", default=",".join(BROKERS),
                    help=f"comma-separated subset of {','.join(BROKERS)}")
-    p.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS),
-                   help="comma-separated subset of " + ",".join(s.name for s in SCENARIOS))
+    p.add_argument("--family", default="core", choices=FAMILIES,
+                   help="core: the six scenarios of issue 7 (default); scale: partition and size "
+                        "sweeps, offset files, paused RSS at 2048 partitions, worker pools "
+                        "(issue 15); all: both")
+    p.add_argument("--scenarios", default=None,
+                   help="comma-separated subset of the family's scenarios (default all of "
+                        "them); core: " + ",".join(s.name for s in SCENARIOS)
+                        + "; scale: " + ",".join(s.name for s in SCALE_SCENARIOS))
     p.add_argument("--contenders", default=",".join(CONTENDERS),
                    help="comma-separated subset of " + ",".join(CONTENDERS))
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON (bench/results.json)")
-    p.add_argument("--plot", nargs="?", type=Path, const=DEFAULT_PLOT, default=None,
-                   help="also write a matplotlib PNG (default bench/results.png)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results JSON (bench/results.json; --family scale: bench/scale.json)")
+    p.add_argument("--plot", nargs="?", type=Path, const=True, default=None,
+                   help="also write a matplotlib PNG (default bench/results.png; the scale "
+                        "family's sweeps: bench/scale.png)")
     p.add_argument("--markdown", type=Path, default=None,
                    help="also write the figures as a Markdown table (for README.md)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
@@ -660,14 +1117,42 @@ def _pick(parser: argparse.ArgumentParser, text: str, allowed: list[str], what: 
     return chosen
 
 
+def write_figures(args: argparse.Namespace, summary: dict, scenarios: list[Scenario]) -> None:
+    """--plot (core: bench/results.png; scale: bench/scale.png) and --markdown."""
+    scale = [s for s in scenarios if s.family == "scale"]
+    core = [s for s in scenarios if s.family == "core"]
+    if args.plot:
+        given = args.plot if isinstance(args.plot, Path) else None
+        if core:
+            path = given or DEFAULT_PLOT
+            plot(summary, core, args.brokers, path)
+            print(f"wrote {path}")
+        if scale:
+            path = (given.with_name(given.stem + "-scale" + given.suffix) if given and core
+                    else given or DEFAULT_SCALE_PLOT)
+            plot_scale(summary, scale, args.brokers, path)
+            print(f"wrote {path}")
+    if args.markdown:
+        text = markdown(summary, scenarios, args.brokers)
+        if scale:
+            text += ("\n" + sweep_tables(summary, scale, args.brokers, md=True)
+                     + "\n" + scale_details(summary, scale, args.brokers, md=True))
+        args.markdown.write_text(text + "\n")
+        print(f"wrote {args.markdown}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 when every run was verified (targets do not matter)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.brokers = _pick(parser, args.brokers, BROKERS, "brokers")
     args.contenders = _pick(parser, args.contenders, CONTENDERS, "contenders")
-    wanted = _pick(parser, args.scenarios, [s.name for s in SCENARIOS], "scenarios")
-    scenarios = [s for s in SCENARIOS if s.name in wanted]
+    family = family_scenarios(args.family)
+    wanted = (_pick(parser, args.scenarios, [s.name for s in family], "scenarios")
+              if args.scenarios is not None else [s.name for s in family])
+    scenarios = [s for s in family if s.name in wanted]
+    if args.out is None:
+        args.out = DEFAULT_SCALE_OUT if args.family == "scale" else DEFAULT_OUT
     if args.repeat is None:
         args.repeat = 1 if args.quick else 3
     if args.repeat < 1:
@@ -696,11 +1181,17 @@ def main(argv: list[str] | None = None) -> int:
     targets = check_targets(summary, args.brokers)
 
     print(table(summary, scenarios, args.brokers))
+    scale = [s for s in scenarios if s.family == "scale"]
+    if scale:
+        print(sweep_tables(summary, scale, args.brokers))
+        print(scale_details(summary, scale, args.brokers))
     print("\nsettings (every contender):\n" + settings_text())
+    if scale:
+        print(scale_settings_text())
     print("\ntargets" + (" (quick mode: small counts, not meaningful)" if args.quick else "") + ":")
     for t in targets:
         print(f"  [{t['broker']}] {t['target']}: {t['state']}"
-              + (f" ({t['value']:.3g})" if t["value"] is not None and t["scenario"] != "paused_rss"
+              + (f" ({t['value']:.3g})" if t["value"] is not None and t["figure"] != "peak_rss"
                  else f" ({t['value'] / MiB:.0f} MiB)" if t["value"] is not None else "")
               + (f" - {t['why']}" if t["why"] else ""))
     failed = [r for r in runs if r.status == "failed"]
@@ -714,7 +1205,12 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"producer": PRODUCER_SETTINGS, "consumer": CONSUMER_SETTINGS,
                      "latency_consumer": LATENCY_CONSUMER_SETTINGS, "send_chunk": SEND_CHUNK,
                      "consume_batch": CONSUME_BATCH, "consume_wait_ms": CONSUME_WAIT_MS,
-                     "latency_wait_ms": LATENCY_WAIT_MS},
+                     "latency_wait_ms": LATENCY_WAIT_MS,
+                     **({"scale": scale_settings_text(),
+                         "size_sweep_producer_extra": SIZE_PRODUCER,
+                         "size_sweep_partitions": SIZE_PARTITIONS,
+                         "size_sweep_budget_bytes": SIZE_BUDGET} if scale else {})},
+        "family": args.family,
         "scenarios": [asdict(s) for s in scenarios],
         "runs": [asdict(r) for r in runs],
         "summary": summary,
@@ -723,12 +1219,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\nwrote {args.out}" + (f" in {report['seconds']:.0f} s" if report["seconds"] else ""))
-    if args.plot:
-        plot(summary, scenarios, args.brokers, args.plot)
-        print(f"wrote {args.plot}")
-    if args.markdown:
-        args.markdown.write_text(markdown(summary, scenarios, args.brokers) + "\n")
-        print(f"wrote {args.markdown}")
+    write_figures(args, summary, scenarios)
     if failed:
         print(f"{len(failed)} run(s) FAILED verification: see above", file=sys.stderr)
         return 1

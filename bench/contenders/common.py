@@ -46,6 +46,9 @@ class Job:
     idle: float = 20.0  # a consumer gives up after this long without a new message
     producer: dict[str, Any] = field(default_factory=dict)  # librdkafka property names
     consumer: dict[str, Any] = field(default_factory=dict)
+    # scale family: "any_partition" (send with partition=None / the library's partitioner),
+    # "balancer" (rdk's), "offset_store": "noop", "workers" (rdk.workers pool size)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_argv(cls, argv: list[str] | None = None) -> Job:
@@ -56,9 +59,19 @@ class Job:
 
 
 def payload_pool(size: int, n: int) -> list[bytes]:
-    """``n`` distinct payloads of ``size`` bytes (sent again for every chunk)."""
-    block = bytes((i * 7 + i // size) % 26 + 97 for i in range(size * min(n, 1024)))
-    return [block[(i % 1024) * size:(i % 1024 + 1) * size] for i in range(n)]
+    """``n`` payloads of ``size`` bytes (sent again for every chunk): byte ``k`` of payload
+    ``i`` is ``(7 * (i * size + k) + i) % 26 + 97`` for ``i < 1024``, then repeating, as in
+    native.c. There are at most 26 distinct ones, shared, so 1 MiB payloads stay cheap."""
+    base = bytes((7 * k) % 26 + 97 for k in range(size + 26))
+    shared: dict[int, bytes] = {}
+    out = []
+    for i in range(n):
+        shift = (7 * (i % 1024) * size + i % 1024) % 26  # 7 * k0 = shift (mod 26); 15 = 7^-1
+        if shift not in shared:
+            k0 = shift * 15 % 26
+            shared[shift] = base[k0:k0 + size]
+        out.append(shared[shift])
+    return out
 
 
 def chunks(job: Job) -> list[tuple[int, int]]:

@@ -6,6 +6,8 @@ mode: the harness checks the broker's high watermarks instead). consume: ``assig
 the beginning, ``consume(num_messages, timeout)`` in a loop, ``error()`` checked on each
 message as the API requires. latency: ``poll(timeout)`` per message (``consume`` waits
 until it has ``num_messages``). paused_rss: ``pause(assignment())`` after the first batch.
+With ``job.options["any_partition"]`` produce leaves out ``partition=`` (librdkafka's default
+partitioner chooses).
 """
 
 from __future__ import annotations
@@ -51,13 +53,17 @@ def produce(job: Job) -> dict[str, Any]:
     pool = payload_pool(job.size, job.chunk)
     plan = chunks(job)
     send, topic = p.produce, job.topic
+    anywhere = bool(job.options.get("any_partition"))
     watch = Stopwatch()
     watch.start()
     for part, n in plan:
         for value in pool[:n]:
             while True:
                 try:
-                    send(topic, value, partition=part)
+                    if anywhere:
+                        send(topic, value)
+                    else:
+                        send(topic, value, partition=part)
                     break
                 except BufferError:
                     p.poll(0.01)

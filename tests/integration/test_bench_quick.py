@@ -100,3 +100,77 @@ def test_bad_command_line_names_the_bad_value(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--repeat", "0"])
     assert "--repeat must be >= 1" in capsys.readouterr().err
+
+
+# ---- the scale family (issue 15) ---------------------------------------------------------
+
+SCALE_QUICK = ["part2048_consume", "size1048576_produce", "workers_64"]
+
+
+@pytest.fixture(scope="module")
+def scale_quick_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench-scale") / "scale.json"
+    done = subprocess.run([sys.executable, str(RUN), "--family", "scale", "--quick",
+                           "--scenarios", ",".join(SCALE_QUICK), "--out", str(out)],
+                          capture_output=True, text=True, timeout=400, cwd=ROOT, check=False)
+    assert out.exists(), f"no results written; stderr:\n{done.stderr[-3000:]}"
+    return done, json.loads(out.read_text())
+
+
+def test_quick_scale_family_verifies_every_run_on_both_brokers(scale_quick_results):
+    done, results = scale_quick_results
+    assert results["family"] == "scale"
+    bad = [(r["broker"], r["scenario"], r["contender"], r["status"], r["problem"])
+           for r in results["runs"] if r["status"] not in ("ok", "unsupported")]
+    assert bad == [], f"runs that did not verify: {bad}\nstderr:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = {(r["broker"], r["scenario"], r["contender"]) for r in results["runs"]}
+    wanted = {(b, s["name"], c) for b in ("mock", "tansu") for s in results["scenarios"]
+              for c in s["contenders"]}
+    assert seen == wanted and {s["name"] for s in results["scenarios"]} == set(SCALE_QUICK)
+    for run in results["runs"]:
+        if run["status"] == "unsupported":  # a broker refusing 1 MiB says why
+            assert run["scenario"] == "size1048576_produce" and run["problem"], run
+            continue
+        where = f"{run['broker']} {run['scenario']} {run['contender']}"
+        assert run["result"]["count"] > 0 and run["result"].get("errors", 0) == 0, where
+
+
+def test_quick_scale_family_reports_offset_files_pool_cpu_and_sweep_tables(scale_quick_results):
+    done, results = scale_quick_results
+    for broker in ("mock", "tansu"):
+        cells = results["summary"][broker]["part2048_consume"]
+        assert cells["rdk"]["offset_files_per_s"] > 0 and cells["rdk"]["start_seconds"] > 0
+        assert "offset_files_per_s" not in cells["rdk no-op store"]  # nothing written
+        pool = results["summary"][broker]["workers_64"]
+        assert pool["rdk pool 2"]["workers"] == 2
+        assert pool["rdk pool 2"]["cpu_us_per_msg_per_process"] > 0
+    assert "partition sweep (100 B), consume into objects" in done.stdout
+    assert "x no-op store" in done.stdout
+    targets = {(t["broker"], t["scenario"], t["figure"]) for t in results["targets"]}
+    assert ("mock", "part2048_consume", "vs_noop") in targets
+
+
+def test_scale_family_counts_fit_the_mock_cluster_and_the_default_family_is_core():
+    bench = load_harness()
+    assert [s.name for s in bench.family_scenarios("core")] == [s.name for s in bench.SCENARIOS]
+    assert all(s.family == "scale" for s in bench.SCALE_SCENARIOS)
+    assert bench.build_parser().parse_args([]).family == "core"
+    names = {s.name: s for s in bench.SCALE_SCENARIOS}
+    limit = 5 * 1024 * 1024  # the mock cluster's per-partition retention
+    for s in bench.SCALE_SCENARIOS:
+        if s.kind not in ("consume", "arrow", "paused_rss"):
+            continue
+        job = bench.make_job(s, "mock", "", "t", False, 60)
+        per_partition = job["count"] / job["partitions"] * (s.size + bench.RECORD_OVERHEAD)
+        assert per_partition < limit, s.name
+        assert job["chunk"] * s.size <= 64 * 1024 * 1024, s.name  # the send pool stays small
+    # 4 partitions on the mock: as many 100 B messages as it keeps; Tansu: the full million
+    assert 100_000 < bench.make_job(names["part4_consume"], "mock", "", "t", False, 60)["count"] \
+        < 200_000
+    assert bench.make_job(names["part4_consume"], "tansu", "", "t", False, 60)["count"] == 1_000_000
+    big = bench.make_job(names["size1048576_produce"], "mock", "", "t", False, 60)
+    assert big["producer"]["message.max.bytes"] > 1024 * 1024 + 1024
+    # every partition gets sends in the partition sweep
+    produce = bench.make_job(names["part2048_produce"], "tansu", "", "t", False, 60)
+    assert -(-produce["count"] // produce["chunk"]) >= 2048
