@@ -357,7 +357,7 @@ def test_committer_spaces_commits_by_their_cpu_cost_when_given_a_cpu_share():
         assert wait_until(lambda: len(store.starts) == 1)
         committer.record({0: 2})
         committer.record({1: 5})
-        assert wait_until(lambda: len(store.starts) == 2, timeout=10)
+        assert wait_until(lambda: len(store.values) == 2, timeout=10)
         assert store.starts[1] - store.starts[0] >= store.costs[0] / 0.1
         assert store.values[1] == {0: 2, 1: 5}  # what was recorded meanwhile coalesced
         committer.record({0: 3})
