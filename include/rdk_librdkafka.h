@@ -311,6 +311,7 @@ rd_kafka_topic_partition_list_t *rd_kafka_event_topic_partition_list(rd_kafka_ev
 rd_kafka_topic_partition_list_t *rd_kafka_topic_partition_list_copy(
     const rd_kafka_topic_partition_list_t *src);
 void rd_kafka_queue_forward(rd_kafka_queue_t *src, rd_kafka_queue_t *dst);
+rd_kafka_queue_t *rd_kafka_queue_get_partition(rd_kafka_t *rk, const char *topic, int32_t partition);
 char *rd_kafka_memberid(const rd_kafka_t *rk);
 void rd_kafka_mem_free(rd_kafka_t *rk, void *ptr);
 rd_kafka_consumer_group_metadata_t *rd_kafka_consumer_group_metadata(rd_kafka_t *rk);

@@ -108,4 +108,7 @@ typedef struct rdk_batch {
     int hcap;
     rd_kafka_message_t **msgs;
     int carry_start, carry_end;
+    /* the topic of every message in the batch ("" if none says): a batch holds one
+     * topic's messages, a message of another topic is carried to the next call */
+    char topic[256];
 } rdk_batch;

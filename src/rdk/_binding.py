@@ -350,6 +350,7 @@ class Client:
         on_poll: Callable[[], None] | None = None,
         poll_interval_ms: int = 100,
         start_thread: bool = True,
+        extra_events: int = 0,
     ) -> None:
         self.logger = logger or log
         self._on_deliveries = on_deliveries
@@ -375,7 +376,9 @@ class Client:
             except BaseException:
                 lib.rd_kafka_conf_destroy(conf)
                 raise
-        lib.rd_kafka_conf_set_events(conf, EVENTS_ALL)
+        # extra_events: e.g. RD_KAFKA_EVENT_REBALANCE, which then arrives on the consumer
+        # queue (see consumer_queue) for the caller to serve
+        lib.rd_kafka_conf_set_events(conf, EVENTS_ALL | extra_events)
         errstr = ffi.new("char[]", 512)
         rk_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
         rk = lib.rd_kafka_new(rk_type, conf, errstr, 512)
@@ -423,6 +426,16 @@ class Client:
         with self._lock:
             self.ensure_open()
             q = lib.rd_kafka_queue_new(self.rk)
+            self._state["queues"].insert(0, q)
+            return q
+
+    def consumer_queue(self) -> Any:
+        """A group consumer's queue (rd_kafka_queue_get_consumer), freed with the client."""
+        with self._lock:
+            self.ensure_open()
+            q = lib.rd_kafka_queue_get_consumer(self.rk)
+            if q == ffi.NULL:
+                raise ConfigError("this client has no consumer group (group.id is not set)")
             self._state["queues"].insert(0, q)
             return q
 

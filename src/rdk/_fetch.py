@@ -1,7 +1,8 @@
-"""Reading explicit partitions through the C batch helper (legacy consumer API).
+"""Reading partitions through the C batch helper.
 
-``Fetcher`` starts partitions at explicit offsets on one queue and fills an
-``rdk_batch`` (contiguous, Arrow-layout buffers) in one C call per batch.
+``Fetcher`` starts partitions at explicit offsets on one queue (legacy consumer API);
+``GroupFetcher`` reads the partitions a consumer group assigns. Both fill an ``rdk_batch``
+(contiguous, Arrow-layout buffers) in one C call per batch.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from . import _binding
-from ._binding import ffi, lib
+from ._binding import ERROR_CODES, ffi, lib
+from .errors import KafkaError
 
 
 class Fetcher:
-    """Fetch batches from partitions of one topic on a client's own queue."""
+    """Fetch batches from partitions of a topic (or several: ``topic=`` of start/stop) on
+    a client's own queue."""
 
     def __init__(self, client: _binding.Client, topic: str, max_messages: int = 10000) -> None:
         self.client = client
@@ -24,21 +27,25 @@ class Fetcher:
         if self.batch == ffi.NULL:
             raise MemoryError("rdk_batch_new")
         self.max_messages = max_messages
-        self.started: set[int] = set()
+        self.started: set[tuple[str, int]] = set()
 
-    def start(self, partition: int, offset: int) -> None:
-        if lib.rd_kafka_consume_start_queue(self.rkt, partition, offset, self.queue) == -1:
-            raise _binding.last_error(f"start fetching {self.topic}[{partition}] at {offset}")
-        self.started.add(partition)
+    def start(self, partition: int, offset: int, topic: str | None = None) -> None:
+        topic = self.topic if topic is None else topic
+        rkt = self.rkt if topic == self.topic else self.client.topic(topic)
+        if lib.rd_kafka_consume_start_queue(rkt, partition, offset, self.queue) == -1:
+            raise _binding.last_error(f"start fetching {topic}[{partition}] at {offset}")
+        self.started.add((topic, partition))
 
-    def stop(self, partition: int) -> None:
-        if partition in self.started:
-            self.started.discard(partition)
-            lib.rd_kafka_consume_stop(self.rkt, partition)
+    def stop(self, partition: int, topic: str | None = None) -> None:
+        topic = self.topic if topic is None else topic
+        if (topic, partition) in self.started:
+            self.started.discard((topic, partition))
+            rkt = self.rkt if topic == self.topic else self.client.topic(topic)
+            lib.rd_kafka_consume_stop(rkt, partition)
 
     def stop_all(self) -> None:
-        for p in list(self.started):
-            self.stop(p)
+        for t, p in list(self.started):
+            self.stop(p, t)
 
     def fetch(self, timeout_ms: int, max_messages: int | None = None, batch: Any = None) -> Any:
         """One C call: up to max_messages into ``batch`` (default self.batch); returns it.
@@ -61,3 +68,45 @@ class Fetcher:
         if self.batch is not None:
             ffi.release(self.batch)
             self.batch = None
+
+
+class GroupFetcher:
+    """Fetch batches of a group consumer's assigned partitions on a queue of our own.
+
+    Each partition's queue is forwarded to that queue (:meth:`add`) before the partition
+    is assigned, so messages never reach librdkafka's consumer queue, which then carries
+    only the group's events (rebalances, errors) for the thread that serves them. The
+    forwarding is the application's, so librdkafka keeps it across rebalances.
+    """
+
+    def __init__(self, client: _binding.Client, max_messages: int = 10000) -> None:
+        self.client = client
+        self.queue = client.new_queue()
+        self.max_messages = max_messages
+        self.batch = None
+
+    def add(self, topic: str, partition: int) -> None:
+        """Route ``topic``/``partition``'s messages to this fetcher's queue."""
+        pq = lib.rd_kafka_queue_get_partition(self.client.rk, topic.encode(), int(partition))
+        if pq == ffi.NULL:
+            raise KafkaError(ERROR_CODES["_UNKNOWN_PARTITION"],
+                             context=f"partition queue of {topic}[{partition}]")
+        try:
+            lib.rd_kafka_queue_forward(pq, self.queue)
+        finally:
+            lib.rd_kafka_queue_destroy(pq)
+
+    def fetch(self, timeout_ms: int, max_messages: int | None = None, batch: Any = None) -> Any:
+        """One C call: up to max_messages into ``batch`` (see :meth:`Fetcher.fetch`)."""
+        n = lib.rdk_consume_batch(self.queue, timeout_ms, max_messages or self.max_messages, batch)
+        if n < 0:
+            raise MemoryError("rdk_consume_batch: out of memory")
+        return batch
+
+    def stop_all(self) -> None:
+        """Nothing to stop: the group's unassign stops fetching."""
+
+    def close(self) -> None:
+        if self.queue is not None:
+            self.client.release_queue(self.queue)
+            self.queue = None

@@ -418,9 +418,20 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
     size_t vsize = 0, ksize = 0, hn = 0, hv = 0;
     int take = 0, nh = 0;
     const int skip = b->skip_headers;
+    const rd_kafka_topic_t *rkt = NULL; /* the batch's topic: the first message that names one */
+    b->topic[0] = '\0';
     for (; take < have; take++) {
         rd_kafka_message_t *m = b->msgs[take];
         size_t mh = 0, mhn = 0, mhv = 0;
+        if (m->rkt) {
+            if (!rkt) { /* named now: the messages holding the topic are destroyed below */
+                rkt = m->rkt;
+                strncpy(b->topic, rd_kafka_topic_name(rkt), sizeof(b->topic) - 1);
+                b->topic[sizeof(b->topic) - 1] = '\0';
+            } else if (m->rkt != rkt) {
+                break; /* another topic: it starts the next batch */
+            }
+        }
         rd_kafka_headers_t *hdrs = NULL;
         if (!m->err && !skip && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             const char *name;

@@ -15,6 +15,10 @@ processes (multiprocessing's ``spawn`` method); process ``i`` calls
 - SIGTERM or SIGINT to the parent (or ``WorkerPool.stop()``) stops every worker gracefully:
   each one's consumer finishes its in-flight batch and writes its offsets
   (``Consumer.stop()``); ``run()`` then returns normally, so the parent exits 0.
+- With ``group_id``, the N processes form one Kafka consumer group instead: process ``i``
+  calls ``consumer_factory(group_id=group_id)`` (no worker slot), the group coordinator
+  spreads the partitions over the live members and moves a dead member's partitions to the
+  others until its restart rejoins (see rdk.Consumer's group mode).
 - With ``stats_callback``, each worker's consumer gets a ``stats_callback`` that forwards
   its figures to the parent, where ``stats_callback(PoolStats)`` receives the per-slot
   figures and their sums (``waiting_kafka``, ``waiting_local``, ``kafka_log_size``).
@@ -210,7 +214,8 @@ def _set_parent_death_signal() -> None:
 
 
 def _worker_main(slot: int, num_workers: int, factory: Callable, conn: Any,
-                 forward_stats: bool, stop_timeout: float, parent_pid: int) -> None:
+                 forward_stats: bool, stop_timeout: float, parent_pid: int,
+                 group_id: str | None = None) -> None:
     """Body of worker process ``slot``: build, start, wait for the stop signal, stop."""
     stop = threading.Event()
 
@@ -223,7 +228,8 @@ def _worker_main(slot: int, num_workers: int, factory: Callable, conn: Any,
     if os.getppid() != parent_pid:  # the parent died before we could ask to follow it
         raise SystemExit(1)
     _child.update(conn=conn, lock=threading.Lock(), slot=slot, num_workers=num_workers, stop=stop)
-    kwargs: dict[str, Any] = {"worker_slot": slot, "num_workers": num_workers}
+    kwargs: dict[str, Any] = ({"group_id": group_id} if group_id is not None
+                              else {"worker_slot": slot, "num_workers": num_workers})
     if forward_stats:
         kwargs["stats_callback"] = _forward_stats
     try:
@@ -238,7 +244,8 @@ def _worker_main(slot: int, num_workers: int, factory: Callable, conn: Any,
         log.exception("worker slot %d (pid %d): the consumer failed to start", slot, os.getpid())
         _send(("failed", _describe_error(e), _is_permanent(e), "start"))
         raise SystemExit(1) from None
-    _send(("started", os.getpid(), sorted(int(p) for p in (partitions or ()))))
+    owned = [int(p) if isinstance(p, int) else (str(p[0]), int(p[1])) for p in (partitions or ())]
+    _send(("started", os.getpid(), sorted(owned)))
     while not stop.wait(1.0):
         err = _consumer_failure(consumer)
         if err is not None:
@@ -330,7 +337,9 @@ class WorkerPool:
     ``start()`` launches the workers and returns at once; ``stop(timeout)`` stops them
     gracefully; ``run()`` does both around SIGTERM/SIGINT. Attributes for observers:
     ``pids`` (slot -> pid of the live worker), ``restarts`` (slot -> total restarts),
-    ``partitions`` (slot -> partitions the live worker reported owning), ``error``.
+    ``partitions`` (slot -> partitions the live worker reported owning; ``[]`` in group
+    mode, where the coordinator assigns them later), ``error``. ``group_id``: the workers
+    join that consumer group (``consumer_factory(group_id=...)``) instead of taking slots.
     """
 
     def __init__(
@@ -343,8 +352,14 @@ class WorkerPool:
         restart_backoff: float = DEFAULT_RESTART_BACKOFF,
         stop_timeout: float = 30.0,
         healthy_after: float = 60.0,
+        group_id: str | None = None,
     ) -> None:
         check_int(num_workers, "num_workers", minimum=1)
+        if group_id is not None:
+            if not isinstance(group_id, str):
+                raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
+            if not group_id:
+                raise ValueError("group_id must not be empty")
         check_callable(consumer_factory, "consumer_factory", required=True)
         check_callable(stats_callback, "stats_callback")
         if max_restarts is not None:
@@ -366,7 +381,11 @@ class WorkerPool:
                 "with stats_callback, consumer_factory must accept a stats_callback keyword "
                 "(pass it on to rdk.Consumer)"
             )
+        if group_id is not None and not _accepts_keyword(consumer_factory, "group_id"):
+            raise TypeError("with group_id, consumer_factory must accept a group_id keyword "
+                            "(pass it on to rdk.Consumer)")
         self.num_workers = num_workers
+        self.group_id = group_id
         self.consumer_factory = consumer_factory
         self.stats_callback = stats_callback
         self.max_restarts = max_restarts
@@ -503,7 +522,7 @@ class WorkerPool:
             target=_worker_main,
             name=f"rdk-worker-{slot.index}",
             args=(slot.index, self.num_workers, self.consumer_factory, writer,
-                  self.stats_callback is not None, self.stop_timeout, os.getpid()),
+                  self.stats_callback is not None, self.stop_timeout, os.getpid(), self.group_id),
         )
         proc.start()
         writer.close()
@@ -704,10 +723,11 @@ def _takes_arguments_of(cls: Callable[_P, Any]) -> Callable[[Callable[..., _R]],
 def run(*args: Any, **kwargs: Any) -> None:
     """Run a :class:`WorkerPool` until SIGTERM/SIGINT; it takes WorkerPool's arguments
     (``num_workers, consumer_factory, *, stats_callback, max_restarts, restart_backoff,
-    stop_timeout, healthy_after``). See the module docstring.
+    stop_timeout, healthy_after, group_id``). See the module docstring.
 
     Process ``i`` builds its consumer with ``consumer_factory(worker_slot=i,
-    num_workers=num_workers)`` (plus ``stats_callback=`` when ``stats_callback`` is given).
+    num_workers=num_workers)``, or ``consumer_factory(group_id=group_id)`` with ``group_id``
+    (plus ``stats_callback=`` when ``stats_callback`` is given).
     Returns after a graceful stop; raises :class:`WorkerError` when a slot exhausts
     ``max_restarts``.
     """

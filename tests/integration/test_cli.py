@@ -502,3 +502,32 @@ def test_rich_table_and_progress_render_when_asked(mock_cluster, tmp_path, capsy
     err = capsys.readouterr().err
     assert "produce shown" in err  # the progress line, although stderr is not a TTY
     assert "sent 3, failed 0" in err
+
+
+def test_consume_group_workers_read_everything_once_and_commit_to_the_group(mock_cluster):
+    mock_cluster.create_topic("grouped", 4)
+    produce_numbers(mock_cluster.bootstrap_servers, "grouped", 4, 300)
+    args = ("consume", "-b", mock_cluster.bootstrap_servers, "-t", "grouped", "--group", "cli-g")
+    r = rdk_cli(*args, "--workers", "2", "--count", "700", timeout=120)
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()
+    assert len(first) == len(set(first)) == 700
+    assert b"group cli-g" in r.stderr
+    r = rdk_cli(*args, "--count", "500", timeout=120)  # one process, same group: the rest
+    assert r.returncode == 0, r.stderr
+    second = r.stdout.splitlines()
+    assert sorted(first + second) == sorted(b"%d-%d" % (p, i) for p in range(4) for i in range(300))
+    store = rdk.BrokerOffsetStore("cli-g", broker=mock_cluster.bootstrap_servers, topic="grouped")
+    try:
+        assert store.read([0, 1, 2, 3]) == {p: 299 for p in range(4)}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("extra", [["--offset-dir", "d"], ["--slot", "0", "--of", "2"]],
+                         ids=["offset-dir", "slot"])
+def test_consume_group_refuses_slot_options(extra, capsys):
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(cli.main(["consume", "-b", "h:1", "-t", "x", "--group", "g", *extra]))
+    assert exc.value.code == 2
+    assert "--group" in capsys.readouterr().err

@@ -263,3 +263,52 @@ def test_run_takes_exactly_the_pool_arguments():
         workers.run(0, print)
     with pytest.raises(TypeError, match="bogus"):
         workers.run(1, print, bogus=1)
+
+
+GROUP_OPTIONS = {"session.timeout.ms": 6000, "max.poll.interval.ms": 10000,
+                 "heartbeat.interval.ms": 500}
+
+
+def test_group_of_three_with_one_sigkilled_processes_everything_and_repeats_only_its_batches(
+        mock_broker, new_topic, tmp_path):
+    """Three processes in one consumer group; one is SIGKILLed mid-stream. Every message is
+    processed at least once, and only what the killed member had processed without its
+    offsets committed yet comes again (cooperative rebalancing moves nothing else)."""
+    topic = new_topic(mock_broker, 6)
+    per_partition = 1000
+    produce(mock_broker, topic, 6, per_partition)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    factory = consumer_factory(mock_broker.bootstrap_servers, topic, None, str(outdir), 0.02,
+                               driver_options=GROUP_OPTIONS)
+    pool = workers.WorkerPool(3, factory, restart_backoff=0.1, max_restarts=3,
+                              group_id=f"workers-{topic}")
+    everything = {(p, o) for p in range(6) for o in range(per_partition)}
+    with pool:
+        assert pool.wait_started(60), "workers did not start"
+        assert pool.partitions == {0: [], 1: [], 2: []}  # the coordinator assigns them later
+        wait_until(lambda: len({r[1] for r in processed(outdir)}) == 3, 60,
+                   "all three members to process", interval=0.05)
+        victim = pool.pids[1]
+        os.kill(victim, signal.SIGKILL)
+        wait_until(lambda: pool.restarts[1] == 1, 30, "the killed member's restart", interval=0.05)
+        wait_until(lambda: everything <= {(r[2], r[3]) for r in processed(outdir)}, 120,
+                   "every message to be processed", interval=0.1)
+    rows = processed(outdir)
+    assert {(r[2], r[3]) for r in rows} == everything  # at least once, nothing else
+    by_victim = [(r[2], r[3]) for r in rows if r[1] == victim]
+    assert 0 < len(by_victim) < len(everything), "the kill was not mid-stream"
+    counts = Counter((r[2], r[3]) for r in rows)
+    again = {k for k, n in counts.items() if n > 1}
+    assert again <= set(by_victim), "a member that was not killed had a message delivered twice"
+    assert all(n == 2 for k, n in counts.items() if k in again)
+    # the killed member commits at most every 0.1 s and a batch takes >= 20 ms: what comes
+    # again is its last few batches, not its partitions' history
+    assert len(again) <= 8 * BATCH, f"{len(again)} messages processed twice"
+
+
+def test_group_pool_refuses_a_factory_without_group_id():
+    with pytest.raises(TypeError, match="group_id keyword"):
+        workers.WorkerPool(2, factory_without_stats_keyword, group_id="g")
+    with pytest.raises(ValueError, match="group_id must not be empty"):
+        workers.WorkerPool(2, factory_without_stats_keyword, group_id="")

@@ -8,7 +8,9 @@ it), so stopping the consumer records nothing of it; the offsets of its written 
 then stored through rdk.offsets. Exactly the N messages written are recorded.
 
 ``--workers N`` runs the slots in N processes (rdk.workers) that share the count and
-take turns writing to stdout.
+take turns writing to stdout. ``--group G`` makes the consumer (or the N processes) a Kafka
+consumer group member instead: the group coordinator assigns the partitions and offsets
+are committed to the group (no offset directory).
 """
 
 from __future__ import annotations
@@ -81,10 +83,12 @@ class ConsumeJob:
     def __init__(self, args: argparse.Namespace, tally: _Tally) -> None:
         self.brokers, self.topic, self.offset_dir = args.brokers, args.topic, args.offset_dir
         self.format, self.start = args.format, args.start
+        self.group: str | None = getattr(args, "group", None)
         self.tally = tally
 
-    def __call__(self, worker_slot: int = 0, num_workers: int = 1) -> _SlotWriter:
-        return _SlotWriter(self, worker_slot, num_workers)
+    def __call__(self, worker_slot: int = 0, num_workers: int = 1,
+                 group_id: str | None = None) -> _SlotWriter:
+        return _SlotWriter(self, worker_slot, num_workers, group_id)
 
 
 class _SlotWriter:
@@ -93,14 +97,17 @@ class _SlotWriter:
     ``start()``/``stop(timeout)``/``error``: what rdk.workers expects of a consumer.
     """
 
-    def __init__(self, job: ConsumeJob, worker_slot: int, num_workers: int) -> None:
+    def __init__(self, job: ConsumeJob, worker_slot: int, num_workers: int,
+                 group_id: str | None = None) -> None:
         from ..consumer import Consumer
 
         self.job = job
+        self.group_id = group_id
         self.done = threading.Event()
-        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir,
-                                 worker_slot=worker_slot, num_workers=num_workers,
-                                 start_offset=job.start, logger=log, statistics_interval_ms=0)
+        where: dict[str, Any] = ({"group_id": group_id} if group_id is not None
+                                 else {"worker_slot": worker_slot, "num_workers": num_workers})
+        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, start_offset=job.start,
+                                 logger=log, statistics_interval_ms=0, **where)
         self._written_part: dict[int, int] = {}  # partition -> last offset written, of a cut batch
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -128,6 +135,11 @@ class _SlotWriter:
             if self._thread.is_alive():
                 log.warning("rdk consume: stdout did not take the last batch within "
                             "stop(timeout=%s); its offsets are not recorded", timeout)
+        if self.group_id is not None and self._written_part:
+            # committed to the group while this member still holds the partitions (every
+            # earlier batch was committed whole; this part comes after them)
+            self.consumer._record_offsets(self._written_part)
+            self._written_part = {}
         self.consumer.stop(max(deadline - time.monotonic(), timeout * 0.2))
         self._record_written_part()
 
@@ -199,6 +211,7 @@ class _SlotWriter:
         self._written_part = {}
 
 
+
 @contextlib.contextmanager
 def _stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
     """SIGINT and SIGTERM call ``request_stop`` instead of interrupting."""
@@ -215,6 +228,15 @@ def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
     """(worker_slot, num_workers) of a single-process run; UsageError for bad combinations."""
     if args.workers is not None and (args.slot is not None or args.of is not None):
         raise UsageError("--workers N and --slot I --of N exclude each other")
+    group = getattr(args, "group", None)
+    if group is not None:
+        if args.slot is not None or args.of is not None:
+            raise UsageError("--group G and --slot I --of N exclude each other (the group "
+                             "coordinator assigns the partitions)")
+        if args.offset_dir is not None:
+            raise UsageError("--group G commits offsets to the group: leave out --offset-dir")
+    elif args.offset_dir is None:
+        raise UsageError("--offset-dir DIR is required (or --group G)")
     if (args.slot is None) != (args.of is None):
         raise UsageError("--slot I and --of N go together")
     if args.slot is not None and args.slot >= args.of:
@@ -230,7 +252,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
     if args.workers is not None:
         return _consume_workers(args, progress_on, started)
     tally = _Tally(args.count)
-    writer = ConsumeJob(args, tally)(slot, of)
+    writer = ConsumeJob(args, tally)(slot, of, getattr(args, "group", None))
     stop = threading.Event()
     with _stop_on_signals(stop.set):
         partitions = writer.start()
@@ -242,7 +264,9 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 progress.update(tally.written, tally.written)
         finally:
             writer.stop()
-    _summary(tally.written, f"partitions {partitions}", started)
+    where = (f"group {args.group}" if getattr(args, "group", None) is not None
+             else f"partitions {partitions}")
+    _summary(tally.written, where, started)
     if writer.error is not None:
         eprint(f"rdk consume: error: {writer.error}")
         return 1
@@ -265,16 +289,18 @@ def _consume_workers(args: argparse.Namespace, progress_on: bool, started: float
 
     from ..workers import WorkerPool
 
-    _precheck_topic(args, args.workers)
+    group = getattr(args, "group", None)
+    _precheck_topic(args, args.workers if group is None else 1)
     tally = _Tally(args.count, multiprocessing.get_context("spawn"))
-    pool = WorkerPool(args.workers, ConsumeJob(args, tally))
+    pool = WorkerPool(args.workers, ConsumeJob(args, tally), group_id=group)
     with pool.stop_on_signals():
         pool.start()
         with ProgressDisplay(progress_on, f"consume {args.topic}", total=args.count) as progress:
             while not pool.wait(_REFRESH):  # a progress refresh period; the loop ends on an event
                 progress.update(tally.written, tally.written)
             progress.update(tally.written, tally.written)
-    _summary(tally.written, f"{args.workers} workers", started)
+    _summary(tally.written, f"{args.workers} workers" + (f", group {group}" if group else ""),
+             started)
     if pool.error is not None:
         eprint(f"rdk consume: error: {pool.error}")
         return 1

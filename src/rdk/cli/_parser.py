@@ -129,6 +129,7 @@ With --key-delimiter SEP, a line's text before the first SEP is its key.""",
   rdk consume -b localhost:9092 -t events --offset-dir ./offsets --format json --count 100
   rdk consume -b localhost:9092 -t events --offset-dir ./offsets --workers 4
   rdk consume -b localhost:9092 -t events --offset-dir ./offsets --slot 1 --of 4 --from latest
+  rdk consume -b localhost:9092 -t events --group loaders --workers 3
 
 formats: value (each value then a newline), json (one object per line; key, value and
 header values are strings when valid UTF-8, else {"base64": ...}), raw (rdk's binary
@@ -234,8 +235,12 @@ def _add_produce(add: _Add) -> None:
 def _add_consume(add: _Add) -> None:
     c = add("consume", "Write a topic's messages to stdout, recording offsets in a directory.")
     _add_brokers_topic(c, "topic to read")
-    c.add_argument("--offset-dir", required=True, metavar="DIR",
-                   help="offset directory (one <topic>-<partition>.offset file per partition)")
+    c.add_argument("--offset-dir", metavar="DIR",
+                   help="offset directory (one <topic>-<partition>.offset file per partition); "
+                        "required unless --group")
+    c.add_argument("--group", metavar="G",
+                   help="join consumer group G: the group coordinator assigns the partitions "
+                        "(with --workers N, to N processes) and offsets are committed to G")
     c.add_argument("--workers", type=_int_at_least(1, "--workers"), metavar="N",
                    help="run N worker processes (worker slots 0..N-1)")
     c.add_argument("--slot", type=_int_at_least(0, "--slot"), metavar="I",

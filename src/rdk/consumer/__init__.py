@@ -1,7 +1,8 @@
 """rdk.Consumer: kafka-native's Consumer over librdkafka.
 
-Explicit partitions (worker slots), progress in kafka-native's offset files (or any
-OffsetStore), pause/resume that also stops fetching, and periodic stats.
+Explicit partitions (worker slots) or a Kafka consumer group (``group_id``), progress in
+kafka-native's offset files, the group or any OffsetStore, pause/resume that also stops
+fetching, seek, one topic or several, and periodic stats.
 
 Pipeline (no Python code per message on the C fast path):
 
@@ -21,11 +22,14 @@ Modules, one role each:
 - ``_delivery``: the delivery thread (callback mode) and the in-flight bound;
 - ``_batch``: :class:`Batch`, and a C batch buffer turned into Messages (C or Python);
 - ``_tracker``: which offsets may be recorded (the settled prefix per partition);
+- ``_group``: group mode (rebalances on a thread of ours, the group's offset store) and
+  the per-topic trackers and stores of several topics;
 - ``_beyond_end``: on_offset_out_of_range where the broker does not report it (Tansu);
 - ``_loop_thread``: the asyncio loop that runs awaitables the callback returns.
 """
 
 from ._batch import Batch
 from ._consumer import METADATA_TIMEOUT, Consumer
+from ._group import REVOKE_TIMEOUT
 
-__all__ = ["METADATA_TIMEOUT", "Batch", "Consumer"]
+__all__ = ["METADATA_TIMEOUT", "REVOKE_TIMEOUT", "Batch", "Consumer"]

@@ -12,14 +12,17 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import _binding, _partitions, offsets, slots, stats
-from .._binding import lib
+from .._binding import ffi, lib
+from .._fetch import GroupFetcher
 from ..errors import ClosedError, ConfigError, KafkaError
 from ..validate import (
     check_bootstrap_rule,
@@ -34,6 +37,15 @@ from ..validate import (
 from ._batch import Batch
 from ._beyond_end import BeyondEndRule
 from ._delivery import DeliveryThread
+from ._group import (
+    GroupMember,
+    GroupOffsetStore,
+    Key,
+    TopicFileStores,
+    TopicKeyedStore,
+    TopicTrackers,
+    wait_partitions,
+)
 from ._loop_thread import LoopThread, is_event_loop
 from ._pipeline import FetchPipeline
 from ._tracker import SettlementTracker
@@ -46,6 +58,7 @@ __all__ = ["Consumer"]
 log = logging.getLogger("rdk")
 
 _OFFSET_WRITE_INTERVAL = 0.1   # offset writes start at most 10 times a second (they coalesce)
+_OFFSET_WRITE_CPU_SHARE = 0.05  # ...and take at most ~5 % of a core (thousands of partitions)
 _WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
 METADATA_TIMEOUT = 10.0        # start(): seconds to learn the topic's partitions from the broker
 _INT32_MAX = 2**31 - 1
@@ -68,6 +81,16 @@ class Consumer:
     ``receive_callback`` is needed for ``start()``/``run()``; scripts can instead iterate
     ``for batch in consumer.batches(timeout=...)``.
 
+    **Group mode** (``group_id="..."``): Kafka's group coordinator assigns the partitions
+    (``cooperative-sticky`` unless ``driver_options`` choose another
+    ``partition.assignment.strategy`` or ``group.protocol=consumer``), and progress is
+    committed to the group unless ``offset_store`` is given (``offset_directory`` may then
+    be None). ``topic`` may be a list of topics or a ``"^regex"``. ``on_assign(partitions)``
+    and ``on_revoke(partitions)`` get ``[(topic, partition), ...]`` on rdk's group thread;
+    before a revoke completes, the revoked partitions' in-flight batches settle (up to
+    REVOKE_TIMEOUT, 30 s, or half of ``max.poll.interval.ms`` if less) and their offsets
+    are committed.
+
     ``broker`` names the cluster: ``driver_options`` may repeat it as ``bootstrap.servers``
     (or ``metadata.broker.list``) only with the same value (else ConfigError), as for the
     Producer. A consumer belongs to the process that created it: in a forked child every
@@ -77,7 +100,7 @@ class Consumer:
     def __init__(
         self,
         broker: str,
-        topic: str,
+        topic: str | Sequence[str],
         offset_directory: str | os.PathLike | None = None,
         receive_callback: Callable[[Batch], Any] | None = None,
         *,
@@ -96,9 +119,26 @@ class Consumer:
         commit_on_error: bool = True,
         offset_store: Any = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        group_id: str | None = None,
+        on_assign: Callable[[list[tuple[str, int]]], Any] | None = None,
+        on_revoke: Callable[[list[tuple[str, int]]], Any] | None = None,
     ) -> None:
         self.broker = check_broker(broker)
-        self.topic = check_topic_name(topic)
+        if group_id is not None:
+            if not isinstance(group_id, str):
+                raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
+            if not group_id:
+                raise ValueError("group_id must not be empty")
+        self.group_id = group_id
+        self.topics, self.pattern = _check_topics(topic, group_id is not None)
+        self.topic = self.pattern or ",".join(self.topics)
+        self._multi_topic = self.pattern is not None or len(self.topics) > 1
+        for name, fn in (("on_assign", on_assign), ("on_revoke", on_revoke)):
+            check_callable(fn, name)
+            if fn is not None and group_id is None:
+                raise ValueError(f"{name} needs group_id=...: in worker-slot mode the "
+                                 "partitions are fixed (see start()'s return value)")
+        self._on_assign, self._on_revoke = on_assign, on_revoke
         self._receive_callback = check_callable(receive_callback, "receive_callback")
         self._stats_callback = check_callable(stats_callback, "stats_callback")
         self.logger = _check_logger(logger)
@@ -111,6 +151,9 @@ class Consumer:
         check_int(num_workers, "num_workers", maximum=_INT32_MAX)
         check_int(worker_slot, "worker_slot", maximum=_INT32_MAX)
         self.num_workers, self.worker_slot = slots.check_slot(num_workers, worker_slot)
+        if group_id is not None and (num_workers, worker_slot) != (1, 0):
+            raise ValueError("num_workers/worker_slot split partitions by worker slot; with "
+                             "group_id the group coordinator assigns them: give one or the other")
         self.start_offset = check_choice(start_offset, "start_offset", ("earliest", "latest"))
         self.on_offset_out_of_range = check_choice(
             on_offset_out_of_range, "on_offset_out_of_range", ("earliest", "latest", "error"))
@@ -123,7 +166,26 @@ class Consumer:
         self._pid = os.getpid()  # the process this consumer belongs to
         self._configure(check_options(driver_options, "driver_options"),
                         check_options(topic_options, "topic_options"))
-        self.offset_directory, self._store = _offset_store(offset_store, offset_directory, self.topic)
+        if group_id is not None:
+            if offset_store is not None and self._multi_topic:
+                raise ValueError("offset_store= keeps one topic's progress; with several topics "
+                                 "(or a ^regex) group mode commits to the group")
+            self.offset_directory = (offsets.ensure_directory(offset_directory)
+                                     if offset_directory is not None else None)
+            if offset_store is not None:
+                self.offset_directory, self._store = _offset_store(
+                    offset_store, offset_directory, self.topic)
+            else:
+                self._store = None  # the group's, made at start()
+        elif self._multi_topic:
+            if offset_store is not None:
+                raise ValueError("offset_store= keeps one topic's progress; with several topics "
+                                 "a worker-slot consumer keeps offset files")
+            self.offset_directory, _ = _offset_store(None, offset_directory, self.topics[0])
+            self._store = TopicFileStores(self.offset_directory, self.topics)
+        else:
+            self.offset_directory, self._store = _offset_store(offset_store, offset_directory,
+                                                               self.topic)
 
         self._state = "new"        # new -> running -> stopping -> closed
         self._mode: str | None = None   # "callback" (start/run) or "iterator" (batches)
@@ -132,7 +194,8 @@ class Consumer:
         self._closed_event = threading.Event()
         self._running = threading.Event()  # clear while paused
         self._running.set()
-        self._tracker = SettlementTracker(commit_on_error, self.logger, self.topic)
+        self._tracker: Any = (TopicTrackers(commit_on_error, self.logger) if self._multi_topic
+                              else SettlementTracker(commit_on_error, self.logger, self.topic))
         self._loop_thread = LoopThread(loop, name=f"rdk-asyncio-{self.topic}")
         self._loop_thread.check_open()
         self._error: KafkaError | None = None
@@ -141,6 +204,9 @@ class Consumer:
         self._delivery: DeliveryThread | None = None
         self._lock: offsets.PartitionLock | None = None
         self._committer: offsets.OffsetCommitter | None = None
+        self._member: GroupMember | None = None
+        self._slot_keys: list[Key] = []   # slot mode: the owned (topic, partition)s
+        self._extra_locks: list[offsets.PartitionLock] = []  # slot mode: topics after the first
         self.partitions: list[int] = []
         self.partition_count: int | None = None
         self.last_stats: stats.ConsumerStats | None = None
@@ -170,9 +236,10 @@ class Consumer:
         _binding.validate_topic_options(self._topic_props)
 
     # ---- lifecycle -------------------------------------------------------------------
-    def start(self) -> list[int]:
+    def start(self) -> list[Any]:
         """Take the partition locks, resume from stored progress and begin delivering
-        batches to ``receive_callback`` on a background thread. Returns the owned partitions.
+        batches to ``receive_callback`` on a background thread. Returns the owned partitions
+        (``[(topic, partition)]`` with several topics; ``[]`` in group mode: see on_assign).
 
         Waits up to METADATA_TIMEOUT (10 s) for the topic's partitions: an unknown topic on a
         reachable broker fails at once (UNKNOWN_TOPIC_OR_PART); a broker that does not
@@ -183,7 +250,7 @@ class Consumer:
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         return self._open("callback")
 
-    def _open(self, mode: str) -> list[int]:
+    def _open(self, mode: str) -> list[Any]:
         with self._state_lock:
             self._check_process()
             if self._state != "new":
@@ -208,10 +275,16 @@ class Consumer:
                     loop=self._loop_thread, stopping=self._stop_event, running=self._running,
                     logger=self.logger, abandon=self._abandon, fail=self._fail, topic=self.topic)
                 self._delivery.start(f"rdk-deliver-{self.topic}")
+            if self._multi_topic and self.group_id is None:
+                return list(self._slot_keys)
             return list(self.partitions)
 
     def _setup(self) -> FetchPipeline:
         """Client, owned partitions and their locks, stored progress, committer, pipeline."""
+        if self.group_id is not None:
+            return self._setup_group()
+        if self._multi_topic:
+            return self._setup_slot_topics()
         client = self._client = _binding.Client(
             "consumer", self._props, self._topic_props, logger=cast(logging.Logger, self.logger),
             on_stats=self._on_stats if self._stats_callback else None,
@@ -232,7 +305,8 @@ class Consumer:
             starts.update(self._high_watermarks(client, fresh))
         self._committer = offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
                                                   name=f"rdk-offsets-{self.topic}",
-                                                  min_interval=_OFFSET_WRITE_INTERVAL)
+                                                  min_interval=_OFFSET_WRITE_INTERVAL,
+                                                  max_cpu_share=_OFFSET_WRITE_CPU_SHARE)
         pipeline = self._pipeline = FetchPipeline(
             client, self.topic, partition_count=count, partitions=owned, next_offsets=starts,
             max_messages=self.max_messages_per_callback, decode=self.decode is not None,
@@ -250,21 +324,187 @@ class Consumer:
                          {p: stored[p] + 1 if p in stored else self.start_offset for p in owned})
         return pipeline
 
-    def _partition_count(self, client: _binding.Client) -> int:
+    def _setup_group(self) -> FetchPipeline:
+        """Group mode: client with group.id, the group's store, pipeline, then subscribe."""
+        props = {**self._props, "group.id": self.group_id, "enable.auto.commit": False,
+                 "enable.auto.offset.store": False}
+        if (str(props.get("group.protocol", "classic")) != "consumer"
+                and "partition.assignment.strategy" not in props):
+            props["partition.assignment.strategy"] = "cooperative-sticky"
+        client = self._client = _binding.Client(
+            "consumer", props, self._topic_props, logger=cast(logging.Logger, self.logger),
+            on_stats=self._on_stats if self._stats_callback else None,
+            on_error=self._on_client_error, extra_events=lib.RD_KAFKA_EVENT_REBALANCE)
+        count = 1
+        for t in self.topics:  # literal topics must exist: fail at once, as slot mode does
+            n = self._partition_count(client, t)
+            count = n if t == self.topic else count
+        fetcher = GroupFetcher(client, self.max_messages_per_callback)
+        pipeline = self._pipeline = FetchPipeline(
+            client, self.topic, partition_count=count, partitions=[], next_offsets={},
+            max_messages=self.max_messages_per_callback, decode=self.decode is not None,
+            stopping=self._stop_event, running=self._running, logger=self.logger,
+            on_fatal=self._fail, settle=self._settle, fetcher=fetcher,
+            multi_topic=self._multi_topic)
+        member = self._member = GroupMember(
+            self, client, pipeline, fetcher, self.topics or [cast(str, self.pattern)],
+            name=f"rdk-group-{self.topic}",
+            rebalance_timeout=float(props.get("max.poll.interval.ms", 300_000)) / 1000)
+        if self._store is None:
+            self._store = GroupOffsetStore(client, cast(str, self.group_id), member.owned,
+                                           self.logger)
+        else:
+            bind = getattr(self._store, "bind", None)
+            if callable(bind):
+                bind(topic=self.topic, broker=self.broker, driver_options=self._driver_options,
+                     logger=self.logger)
+            self._store = TopicKeyedStore(self._store, self.topic)
+        self._committer = offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
+                                                  name=f"rdk-offsets-{self.topic}",
+                                                  min_interval=_OFFSET_WRITE_INTERVAL)
+        if not self._multi_topic:
+            self._beyond_end = BeyondEndRule(
+                client, self.topic, [], pipeline.expected, self.on_offset_out_of_range,
+                self.logger, fail=self._fail, restart=self._restart_group_partition)
+            pipeline.on_idle = self._beyond_end.check
+        self.partition_count = count
+        self.partitions = []
+        member.start()
+        self.logger.info("consumer of %s joins group %r", self.topic, self.group_id)
+        return pipeline
+
+    def _setup_slot_topics(self) -> FetchPipeline:
+        """Worker-slot mode over several topics: each topic's slot partitions, locked, resumed
+        from their offset files, fetched on one queue (a batch holds one topic)."""
+        client = self._client = _binding.Client(
+            "consumer", self._props, self._topic_props, logger=cast(logging.Logger, self.logger),
+            on_stats=self._on_stats if self._stats_callback else None,
+            on_error=self._on_client_error)
+        counts = {t: self._partition_count(client, t) for t in self.topics}
+        owned = {t: slots.owned_partitions(n, self.num_workers, self.worker_slot, t)
+                 for t, n in counts.items()}
+        directory = cast(Any, self.offset_directory)
+        for t, ps in owned.items():
+            lock = offsets.lock_partitions(directory, t, ps)
+            if t == self.topics[0]:
+                self._lock = lock
+            else:
+                self._extra_locks.append(lock)
+            offsets.remove_temp_files(directory, t, ps)
+        keys = [(t, p) for t, ps in owned.items() for p in ps]
+        stored = cast(Any, self._store).read(keys)
+        starts = {k: v + 1 for k, v in stored.items()}
+        for t, ps in owned.items():
+            fresh = [p for p in ps if (t, p) not in starts]
+            if fresh and self.start_offset == "latest":
+                starts.update({(t, p): hi for p, hi in self._high_watermarks(client, fresh, t).items()})
+        self._committer = offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
+                                                  name=f"rdk-offsets-{self.topic}",
+                                                  min_interval=_OFFSET_WRITE_INTERVAL)
+        first = self.topics[0]
+        pipeline = self._pipeline = FetchPipeline(
+            client, first, partition_count=counts[first], partitions=[], next_offsets={},
+            max_messages=self.max_messages_per_callback, decode=self.decode is not None,
+            stopping=self._stop_event, running=self._running, logger=self.logger,
+            on_fatal=self._fail, settle=self._settle, multi_topic=True)
+        rules = []
+        for t, ps in owned.items():
+            arr, _n = pipeline.expected_of(t, counts[t] - 1)
+            rules.append(BeyondEndRule(
+                client, t, ps, arr, self.on_offset_out_of_range, self.logger, fail=self._fail,
+                restart=partial(_restart_topic, pipeline, t)))
+        pipeline.on_idle = partial(_check_all, rules)
+        self.partition_count = counts[first]
+        self.partitions = owned[first]
+        self._slot_keys = keys
+        for t, p in keys:
+            start = starts.get((t, p), lib.RD_KAFKA_OFFSET_BEGINNING)
+            pipeline.set_expected(t, p, start if start >= 0 else -1)
+            pipeline.start_partition(p, start, t)
+        self.logger.info("consumer of %s owns %s (slot %d of %d)", self.topic, keys,
+                         self.worker_slot, self.num_workers)
+        return pipeline
+
+    # ---- group mode: called by the GroupMember on the group thread ----------------------
+    def _group_starts(self, keys: list[Key]) -> dict[Key, int]:
+        """Next offset of each newly assigned (topic, partition): stored progress + 1, else
+        ``start_offset`` (a logical offset; "latest" read from the broker, Tansu-proof)."""
+        stored = cast(Any, self._store).read(keys)
+        starts: dict[Key, int] = {}
+        fresh: dict[str, list[int]] = {}
+        for key in keys:
+            last = stored.get(key)
+            if last is None:
+                fresh.setdefault(key[0], []).append(key[1])
+                starts[key] = lib.RD_KAFKA_OFFSET_BEGINNING
+                continue
+            if not isinstance(last, int) or isinstance(last, bool) or not -1 <= last < _INT64_MAX:
+                raise ValueError(f"offset_store.read() gave {last!r} for {key[0]}[{key[1]}]; "
+                                 f"expected the last processed offset, an int in -1..{_INT64_MAX - 1}")
+            starts[key] = last + 1
+        if fresh and self.start_offset == "latest":
+            assert self._client is not None
+            for t, parts in fresh.items():
+                for p, hi in self._high_watermarks(self._client, parts, t).items():
+                    starts[(t, p)] = hi
+        return starts
+
+    def _group_assigned(self, keys: list[Key], added: bool) -> None:
+        """The assignment changed: update ``partitions`` and the beyond-end rule."""
+        member = self._member
+        if member is None:
+            return
+        owned = sorted(p for t, p in member.owned() if t == self.topic)
+        self.partitions = owned
+        rule = getattr(self, "_beyond_end", None)
+        if rule is not None and self._pipeline is not None:
+            rule.expected = self._pipeline.expected
+            rule.partitions = owned
+
+    def _wait_partitions(self, keys: list[Key], until: float) -> bool:
+        """Wait (until monotonic ``until``) for in-flight batches of ``keys`` to settle."""
+        if self._mode != "callback" and self._mode != "iterator":
+            return True
+        while not self._tracker_wait(keys, min(0.1, until - time.monotonic())):
+            if time.monotonic() >= until or self._stop_event.is_set():
+                return False
+            if self._delivery is not None:
+                self._delivery.watch_loop()
+        return True
+
+    def _tracker_wait(self, keys: list[Key], timeout: float) -> bool:
+        tracker = self._tracker
+        if isinstance(tracker, TopicTrackers):
+            return tracker.wait_partitions_settled(keys, timeout)
+        return wait_partitions(tracker, [p for _t, p in keys], timeout)
+
+    def _flush_offsets(self, until: float) -> None:
+        committer = self._committer
+        if committer is not None and not committer.flush(max(0.0, until - time.monotonic())):
+            self.logger.warning("consumer of %s: offsets %s not committed before the revoke",
+                                self.topic, committer.pending)
+
+    def _restart_group_partition(self, partition: int, offset: int) -> None:
+        """The beyond-end rule's restart, in group mode: a seek."""
+        self._seek_key((self.topic, partition), offset)
+
+    def _partition_count(self, client: _binding.Client, topic: str | None = None) -> int:
         """The topic's partitions, within METADATA_TIMEOUT; an error naming what was waited for."""
+        topic = self.topic if topic is None else topic
         t0 = time.monotonic()
         try:
-            return client.partition_count(self.topic, METADATA_TIMEOUT)
+            return client.partition_count(topic, METADATA_TIMEOUT)
         except KafkaError as e:
             if e.name == "UNKNOWN_TOPIC_OR_PART":
                 raise
             raise KafkaError(
-                e.code, f"no metadata for topic {self.topic!r} from broker {self.broker!r} "
+                e.code, f"no metadata for topic {topic!r} from broker {self.broker!r} "
                 f"after waiting {time.monotonic() - t0:.1f} s (start() waits up to "
                 f"{METADATA_TIMEOUT:g} s): {e.description}; is the broker reachable?",
                 context="start()") from e
 
-    def _high_watermarks(self, client: _binding.Client, partitions: list[int]) -> dict[int, int]:
+    def _high_watermarks(self, client: _binding.Client, partitions: list[int],
+                         topic: str | None = None) -> dict[int, int]:
         """Explicit "latest" offsets, right on every broker: ListOffsets confirmed by a short
         fetch (Tansu's ListOffsets(latest) is wrong) on a client with partition EOF."""
         fetch_client = _binding.Client(
@@ -272,7 +512,7 @@ class Consumer:
                          "allow.auto.create.topics": False, **self._driver_options,
                          "enable.partition.eof": True, "auto.offset.reset": "earliest"})
         try:
-            marks = _partitions.true_watermarks(client, self.topic, partitions,
+            marks = _partitions.true_watermarks(client, topic or self.topic, partitions,
                                                 _WATERMARK_TIMEOUT, fetch_client=fetch_client)
         finally:
             fetch_client.close()
@@ -341,7 +581,8 @@ class Consumer:
         """Whether the caller runs on a thread of this consumer (a callback's thread)."""
         current = threading.current_thread()
         return (current in self._own_threads() or current is self._loop_thread.thread
-                or (self._client is not None and self._client.on_event_thread()))
+                or (self._client is not None and self._client.on_event_thread())
+                or (self._member is not None and current is self._member.thread))
 
     def _finish(self, deadline: float, timeout: float) -> None:
         reserve = min(2.0, timeout * 0.2)  # keep time to store offsets of settled batches
@@ -362,9 +603,15 @@ class Consumer:
                            f"stop(timeout={timeout}); their offsets are not recorded")
             self._tracker.close()
             committer = self._committer
-            if committer is not None and not committer.close(max(0.0, deadline - time.monotonic())):
+            # in group mode keep time to leave the group (else rd_kafka_destroy does, unbounded)
+            leave = min(5.0, timeout * 0.25) if self._member is not None else 0.0
+            if committer is not None and not committer.close(
+                    max(0.0, deadline - leave - time.monotonic())):
                 self._warn(f"offsets {committer.pending} were not stored within "
                            f"stop(timeout={timeout}): {committer.last_error}")
+            if self._member is not None and not self._member.close(deadline):
+                self.logger.warning("consumer of %s: did not leave group %r cleanly within "
+                                    "stop(timeout=%s)", self.topic, self.group_id, timeout)
         finally:
             self._teardown(deadline)
             with self._state_lock:
@@ -392,6 +639,8 @@ class Consumer:
         client's event thread, whose handle is then freed once that callback returns. While
         the fetch thread still runs (inside a C call), its buffers and the client stay."""
         self._loop_thread.close()
+        if self._member is not None and self._member.thread.is_alive():
+            self._member.close(time.monotonic() + 1.0 if deadline is None else deadline)
         fetch_ended = self._pipeline is None or self._pipeline.close()
         if self._committer is not None:
             self._committer.close(0)
@@ -407,6 +656,9 @@ class Consumer:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        for lock in self._extra_locks:
+            lock.release()
+        self._extra_locks = []
 
     def close(self) -> None:
         """Same as ``stop()``."""
@@ -466,9 +718,10 @@ class Consumer:
             if self._state in ("stopping", "closed"):
                 raise ClosedError(f"this Consumer is stopped ({self._state})")
             client, pipeline = self._client, self._pipeline
-            if client is not None and pipeline is not None and self.partitions:
+            keys = self.assignment
+            if client is not None and pipeline is not None and keys:
                 tpl = _partitions.partition_list(
-                    (self.topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in self.partitions)
+                    (t, p, lib.RD_KAFKA_OFFSET_INVALID) for t, p in keys)
                 if pause:
                     # between two fetch calls, never during one (see between_fetches)
                     with pipeline.between_fetches():
@@ -488,9 +741,25 @@ class Consumer:
         if not was_pending:
             return
         if record and self._committer is not None:
-            self._committer.record(record)
+            if self.group_id is not None or self._multi_topic:  # (topic, partition) keys
+                topic = batch.topic
+                keyed: dict[Any, int] = {(topic, p): last for p, last in record.items()}
+                self._committer.record(keyed)
+            else:
+                self._committer.record(record)
         if self._delivery is not None:
             self._delivery.release()
+
+    def _record_offsets(self, record: Mapping[int, int]) -> None:
+        """Record ``{partition: last processed}`` of the (one) topic directly (the CLI's
+        part of a batch cut by --count, which comes after every settled batch)."""
+        if self._committer is None:
+            return
+        if self.group_id is not None or self._multi_topic:
+            keyed: dict[Any, int] = {(self.topic, p): last for p, last in record.items()}
+            self._committer.record(keyed)
+        else:
+            self._committer.record(dict(record))
 
     def _abandon(self, batch: Batch) -> None:
         """A batch whose processing never ended: never recorded (see SettlementTracker)."""
@@ -550,9 +819,11 @@ class Consumer:
                 self._running.wait(left)
                 continue
             try:
-                return pipeline.convert(pipeline.wait_filled(left))
+                batch = pipeline.convert(pipeline.wait_filled(left))
             except queue.Empty:
                 continue
+            if batch is None or batch.messages:
+                return batch  # (empty: all of it was of partitions fenced off meanwhile)
 
     # ---- stats and errors ------------------------------------------------------------
     def _on_stats(self, rdkafka_stats: dict) -> None:
@@ -583,9 +854,130 @@ class Consumer:
         else:
             self.logger.warning("consumer of %s: %s", self.topic, err)
 
+    # ---- assignment, seek, group -----------------------------------------------------------
+    @property
+    def assignment(self) -> list[tuple[str, int]]:
+        """The (topic, partition)s this consumer reads now: its worker slot's, or what the
+        group assigned (changes with every rebalance)."""
+        if self._member is not None:
+            return sorted(self._member.owned())
+        if self._multi_topic:
+            return list(self._slot_keys)
+        return [(self.topic, p) for p in self.partitions]
+
+    def seek(self, topic_or_partition: int | tuple[str, int], offset: int | str) -> None:
+        """Fetch a partition again from ``offset`` (an int >= 0, or "earliest"/"latest").
+
+        ``topic_or_partition``: a partition number (one-topic consumer) or a
+        ``(topic, partition)`` pair; it must be assigned/owned now (ValueError otherwise).
+        Batches already handed out are not affected: they still settle and record their
+        offsets, in order. Batches fetched but not handed out yet are dropped, and the next
+        batch of that partition starts at ``offset``; its offsets are recorded as it
+        settles (so a seek backwards moves the stored progress back). "latest" is the
+        broker's ListOffsets answer (one message early on Tansu).
+        """
+        self._check_process()
+        key = self._check_key(topic_or_partition)
+        if isinstance(offset, str):
+            target = {"earliest": lib.RD_KAFKA_OFFSET_BEGINNING,
+                      "latest": lib.RD_KAFKA_OFFSET_END}.get(offset)
+            if target is None:
+                raise ValueError(f"offset must be an int >= 0, 'earliest' or 'latest', got {offset!r}")
+        else:
+            target = check_int(offset, "offset", minimum=0, maximum=_INT64_MAX - 1)
+        with self._state_lock:
+            if self._state != "running":
+                raise (ClosedError(f"this Consumer is {self._state}") if self._state != "new"
+                       else RuntimeError("seek() needs a started consumer (start() or batches())"))
+            if key not in self.assignment:
+                raise ValueError(f"seek: {key[0]}[{key[1]}] is not assigned to this consumer "
+                                 f"(assigned: {self.assignment})")
+        self._seek_key(key, target)
+
+    def _check_key(self, what: Any) -> Key:
+        if isinstance(what, tuple):
+            if len(what) != 2:
+                raise ValueError(f"topic_or_partition must be a partition or (topic, partition), "
+                                 f"got {what!r}")
+            topic = check_topic_name(what[0])
+            return topic, check_int(what[1], "partition", maximum=_INT32_MAX)
+        if self._multi_topic:
+            raise TypeError(f"this consumer reads several topics: give (topic, partition), "
+                            f"got {what!r}")
+        return self.topic, check_int(what, "partition", maximum=_INT32_MAX)
+
+    def _seek_key(self, key: Key, offset: int) -> None:
+        pipeline, client = self._pipeline, self._client
+        assert pipeline is not None and client is not None
+        topic, partition = key
+
+        def seek() -> None:
+            if self._member is None:
+                pipeline.restart_partition(partition, offset, topic)
+            else:
+                tpl = _partitions.partition_list([(topic, partition, offset)])
+                err = lib.rd_kafka_seek_partitions(client.rk, tpl, 10_000)
+                if err != ffi.NULL:
+                    code = int(lib.rd_kafka_error_code(err))
+                    text = ffi.string(lib.rd_kafka_error_string(err)).decode(errors="replace")
+                    lib.rd_kafka_error_destroy(err)
+                    raise KafkaError(code, text, context=f"seek {topic}[{partition}] to {offset}")
+                _partitions.partition_list_offsets(tpl, "seek")
+            pipeline.set_expected(topic, partition, offset if offset >= 0 else -1)
+
+        pipeline.fence([key], keep_new=True, then=seek)
+        self.logger.info("consumer of %s: %s[%d] seeks to %s", self.topic, topic, partition, offset)
+
+    def group_metadata(self) -> Any:
+        """This member's group metadata (group id, member id, generation), for
+        ``Producer.send_offsets_to_transaction``. Group mode only (ValueError otherwise)."""
+        self._check_process()
+        if self.group_id is None:
+            raise ValueError("group_metadata() needs group mode (group_id=...): a worker-slot "
+                             "consumer is not a group member")
+        if self._client is None or self._state != "running":
+            raise RuntimeError("group_metadata() needs a started consumer (start() or batches())")
+        from ..transactions import GroupMetadata
+
+        return GroupMetadata._from_client(self._client)
+
     def __repr__(self) -> str:
+        if self.group_id is not None:
+            return (f"<rdk.Consumer {self.topic} group {self.group_id!r} {self._state} "
+                    f"assignment={self.assignment}>")
         return (f"<rdk.Consumer {self.topic} slot {self.worker_slot}/{self.num_workers} "
                 f"{self._state} partitions={self.partitions}>")
+
+
+def _check_all(rules: list[BeyondEndRule]) -> None:
+    for rule in rules:
+        rule.check()
+
+
+def _restart_topic(pipeline: FetchPipeline, topic: str, partition: int, offset: int) -> None:
+    pipeline.restart_partition(partition, offset, topic)
+
+
+def _check_topics(topic: Any, group: bool) -> tuple[list[str], str | None]:
+    """(literal topics, regex or None) from ``topic``: a name, a list of names, or "^regex"."""
+    if isinstance(topic, str) and topic.startswith("^"):
+        if not group:
+            raise ValueError(f"topic {topic!r}: a ^regex subscription needs group mode (group_id=...)")
+        try:
+            re.compile(topic)
+        except re.error as e:
+            raise ValueError(f"topic {topic!r} is not a valid regular expression: {e}") from None
+        return [], topic
+    if isinstance(topic, str):
+        return [check_topic_name(topic)], None
+    if not isinstance(topic, (list, tuple)):
+        raise TypeError(f"topic must be a str, a list of str or a '^regex' str, got {type(topic).__name__}")
+    if not topic:
+        raise ValueError("topic: the list of topics is empty")
+    names = [check_topic_name(t, f"topic[{i}]") for i, t in enumerate(topic)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"topic: {names!r} names a topic twice")
+    return names, None
 
 
 def _check_logger(logger: Any) -> logging.Logger | logging.LoggerAdapter:

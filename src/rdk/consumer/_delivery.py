@@ -89,6 +89,9 @@ class DeliveryThread:
             batch = pipeline.convert(filled)
             if batch is None:
                 return
+            if not batch.messages:  # all of it was of partitions revoked or sought meanwhile
+                self._in_flight.release()
+                continue
             self.tracker.add(batch)
             self._dispatch(batch)
 

@@ -34,7 +34,9 @@ IDLE_CHECK_SECONDS = 1.0    # while idle, call on_idle at most this often
 
 _FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
 
-Filled = tuple[Any, Parts]  # a filled rdk_batch and its per-partition summary
+#: a filled rdk_batch, its per-partition summary, its fetch number and its topic
+Filled = tuple[Any, Parts, int, str]
+_NEVER = 2**63  # a fence no fetch number reaches: the partition is not ours
 
 
 class _BufferPool:
@@ -96,6 +98,12 @@ class _BufferPool:
             self._free.append(b)
             self._cond.notify_all()
 
+    def put_back(self, b: Any) -> None:
+        """A filled buffer nobody reads (all of it dropped): free again."""
+        with self._cond:
+            self._free.append(b)
+            self._cond.notify_all()
+
     def free(self) -> None:
         """Free every buffer (messages carried in them belong to the client, so this comes
         before the client is closed); waits up to 5 s for a conversion in progress."""
@@ -113,12 +121,18 @@ class _BufferPool:
 class FetchPipeline:
     """Fetching of the owned partitions into rotating buffers, on a thread of its own.
 
-    Holds ``expected`` (per partition, the next offset a batch should start at: from
-    ``next_offsets``, else -1 for unknown; advanced as batches are converted), the
-    ``fetched`` and ``handed`` message counts of the owned ``partitions``, and the
+    Holds ``expected`` (per partition of ``topic``, the next offset a batch should start
+    at: from ``next_offsets``, else -1 for unknown; advanced as batches are converted; other
+    topics have theirs in :meth:`expected_of`), the ``fetched`` and ``handed`` message counts
+    per partition (keys ``(topic, partition)`` when ``multi_topic``), and the
     ``fetch_thread``. ``on_idle`` (set before :meth:`start_thread`) is called on the fetch
     thread at most once every IDLE_CHECK_SECONDS while nothing arrives; ``on_fatal(err)``
     when fetching cannot go on; ``settle`` is given to every Batch for ``Batch.commit()``.
+
+    **Fences** (:meth:`fence`) drop messages fetched before a seek or a (re)assignment, and
+    every message of a partition that is not ours any more: each fetch call has a number,
+    and a fence keeps a partition's messages of fetches numbered below it from being handed
+    out. ``fetcher`` (default: a :class:`Fetcher` of ``topic``) may be a group's fetcher.
     """
 
     def __init__(self, client: Client, topic: str, *, partition_count: int,
@@ -127,8 +141,10 @@ class FetchPipeline:
                  stopping: threading.Event, running: threading.Event,
                  logger: logging.Logger | logging.LoggerAdapter,
                  on_fatal: Callable[[KafkaError], None],
-                 settle: Callable[[Batch, bool], None]) -> None:
+                 settle: Callable[[Batch, bool], None],
+                 fetcher: Any = None, multi_topic: bool = False) -> None:
         self.topic = topic
+        self.multi_topic = multi_topic
         self.partition_count = partition_count
         self.max_messages = max_messages
         self.decode = decode
@@ -140,29 +156,70 @@ class FetchPipeline:
         self.expected = ffi.new("int64_t[]", [-1] * partition_count)
         for p, offset in next_offsets.items():
             self.expected[p] = offset
-        self.fetched = dict.fromkeys(partitions, 0)
-        self.handed = dict.fromkeys(partitions, 0)
+        # per topic: (int64_t[] of next offsets, its length); replaced whole when it grows
+        self._expected: dict[str, tuple[Any, int]] = {topic: (self.expected, partition_count)}
+        self.fetched: dict[Any, int] = dict.fromkeys(partitions, 0)
+        self.handed: dict[Any, int] = dict.fromkeys(partitions, 0)
         self.fetch_thread: threading.Thread | None = None
         self._queue: queue.Queue[Filled] = queue.Queue()
         self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
+        self._seq = 0  # number of the current (or next) fetch call
+        self._fences: dict[tuple[str, int], int] = {}  # (topic, partition) -> first fetch number kept
+        self._fence_lock = threading.Lock()
         self._pool = _BufferPool(max_messages, stopping, running)
-        self._fetcher: Fetcher | None = Fetcher(client, topic, max_messages)
+        self._fetcher: Any = fetcher if fetcher is not None else Fetcher(client, topic, max_messages)
 
     @property
-    def fetcher(self) -> Fetcher:
+    def fetcher(self) -> Any:
         if self._fetcher is None:
             raise RuntimeError("the fetch pipeline is closed")
         return self._fetcher
 
     # ---- partitions --------------------------------------------------------------------
-    def start_partition(self, partition: int, offset: int) -> None:
+    def start_partition(self, partition: int, offset: int, topic: str | None = None) -> None:
         """Start fetching ``partition`` at ``offset`` (or a logical RD_KAFKA_OFFSET_*)."""
-        self.fetcher.start(partition, offset)
+        self.fetcher.start(partition, offset, topic)
 
-    def restart_partition(self, partition: int, offset: int) -> None:
-        """Fetch ``partition`` again from ``offset`` (on the fetch thread)."""
-        self.fetcher.stop(partition)
-        self.fetcher.start(partition, offset)
+    def restart_partition(self, partition: int, offset: int, topic: str | None = None) -> None:
+        """Fetch ``partition`` again from ``offset`` (between two fetch calls)."""
+        self.fetcher.stop(partition, topic)
+        self.fetcher.start(partition, offset, topic)
+
+    def expected_of(self, topic: str, partition: int) -> tuple[Any, int]:
+        """``topic``'s (int64_t[] of next offsets, length), grown to hold ``partition``."""
+        arr, n = self._expected.get(topic, (None, 0))
+        if partition < n:
+            return arr, n
+        size = max(partition + 1, 2 * n)
+        new = ffi.new("int64_t[]", [-1] * size)
+        if n:
+            ffi.memmove(new, arr, n * ffi.sizeof("int64_t"))
+        self._expected[topic] = (new, size)  # one assignment: readers see old or new whole
+        if topic == self.topic:
+            self.expected, self.partition_count = new, size
+        return new, size
+
+    def set_expected(self, topic: str, partition: int, offset: int) -> None:
+        """The next offset of ``topic``/``partition`` (-1: unknown)."""
+        arr, _ = self.expected_of(topic, partition)
+        arr[partition] = offset
+
+    def fence(self, keys: Iterable[tuple[str, int]], keep_new: bool,
+              then: Callable[[], Any] | None = None) -> Any:
+        """Drop what was fetched so far of these (topic, partition)s, and keep what later
+        fetches bring (``keep_new``: a seek or an assignment) or not (revoked). ``then()``
+        (the seek) runs between two fetch calls, after the fence is up; its result is
+        returned."""
+        with self.between_fetches():
+            mark = self._seq + 1 if keep_new else _NEVER
+            with self._fence_lock:
+                for key in keys:
+                    self._fences[key] = mark
+            return then() if then is not None else None
+
+    def count_key(self, topic: str, partition: int) -> Any:
+        """The key of ``fetched``/``handed``."""
+        return (topic, partition) if self.multi_topic else partition
 
     @contextmanager
     def between_fetches(self) -> Iterator[None]:
@@ -177,9 +234,10 @@ class FetchPipeline:
             yield
 
     def buffered(self, partitions: Iterable[int]) -> dict[int, int]:
-        """Per partition, messages fetched but not yet handed out."""
+        """Per partition of ``topic``, messages fetched but not yet handed out."""
         fetched, handed = self.fetched, self.handed
-        return {p: fetched[p] - handed[p] for p in partitions}
+        keys = [(self.count_key(self.topic, p), p) for p in partitions]
+        return {p: fetched.get(k, 0) - handed.get(k, 0) for k, p in keys}
 
     # ---- the fetch thread --------------------------------------------------------------
     def start_thread(self, name: str) -> None:
@@ -205,6 +263,7 @@ class FetchPipeline:
                     if b is None:
                         return
                 with fetch_lock:
+                    self._seq += 1
                     fetcher.fetch(FETCH_TIMEOUT_MS, maximum, b)
                 n = b.n
                 if n == 0:
@@ -230,11 +289,16 @@ class FetchPipeline:
         np = b.n_parts
         parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
                          ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np), strict=True))
+        topic = ffi.string(b.topic).decode() if self.multi_topic else self.topic
         fetched = self.fetched
-        for p, _first, _last, count in parts:
-            fetched[p] += count
+        if self.multi_topic:
+            for p, _first, _last, count in parts:
+                fetched[(topic, p)] = fetched.get((topic, p), 0) + count
+        else:
+            for p, _first, _last, count in parts:
+                fetched[p] = fetched.get(p, 0) + count
         carry = b.carry_end > b.carry_start
-        self._queue.put((b, parts))  # never blocks: the buffers bound the queue
+        self._queue.put((b, parts, self._seq, topic))  # never blocks: the buffers bound the queue
         return carry
 
     def _handle_errors(self, b: Any) -> None:
@@ -242,7 +306,8 @@ class FetchPipeline:
             if code == PARTITION_EOF:
                 continue
             p, offset = int(b.partition[i]), int(b.offset[i])
-            err = KafkaError(code, error_text(b, i), context=f"consume {self.topic}[{p}] at offset {offset}")
+            topic = ffi.string(b.topic).decode() or self.topic
+            err = KafkaError(code, error_text(b, i), context=f"consume {topic}[{p}] at offset {offset}")
             if code in _FATAL_FETCH_ERRORS:
                 self._on_fatal(err)
             else:
@@ -250,26 +315,71 @@ class FetchPipeline:
 
     # ---- the consuming side ------------------------------------------------------------
     def wait_filled(self, timeout: float) -> Filled:
-        """The next filled buffer; raises queue.Empty after ``timeout`` seconds."""
-        return self._queue.get(timeout=timeout)
+        """The next filled buffer; raises queue.Empty after ``timeout`` seconds. A buffer
+        whose every partition is fenced off is dropped here (the wait goes on)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            filled = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            if not self._fences or len(self._dropped(filled)) < len(filled[1]):
+                return filled
+            b, parts, _seq, topic = filled
+            self._uncount(topic, parts)
+            self._pool.put_back(b)
+
+    def _dropped(self, filled: Filled) -> set[int]:
+        """Partitions of ``filled`` whose messages a fence drops (forgets passed fences)."""
+        _b, parts, seq, topic = filled
+        fences, dropped = self._fences, set()
+        with self._fence_lock:
+            for p, _first, _last, _count in parts:
+                mark = fences.get((topic, p))
+                if mark is None:
+                    continue
+                if seq < mark:
+                    dropped.add(p)
+                else:  # buffers come in fetch order: this fence has done its work
+                    del fences[(topic, p)]
+        return dropped
+
+    def _uncount(self, topic: str, parts: Parts) -> None:
+        fetched = self.fetched
+        for p, _first, _last, count in parts:
+            key = self.count_key(topic, p)
+            fetched[key] = fetched.get(key, 0) - count
 
     def convert(self, filled: Filled) -> Batch | None:
         """A filled buffer as a Batch of Messages; the buffer goes back to the pool.
-        None once the pool is freed (the consumer is closing)."""
-        b, parts = filled
+        None once the pool is freed (the consumer is closing). Messages of fenced-off
+        partitions are left out (the Batch may then be empty)."""
+        b, parts, _seq, topic = filled
+        dropped = self._dropped(filled) if self._fences else None
         pool = self._pool
         if not pool.begin_reading():
             return None
+        arr, n = self._expected[topic] if topic in self._expected else self.expected_of(topic, 0)
+        kept: dict[int, int] = {}
         try:
-            messages = build_messages(b, self.topic, self.decode)
+            messages = build_messages(b, topic, self.decode)
             reps = ffi.new("int64_t[2]")
-            lib.rdk_batch_track(b, self.expected, self.partition_count, reps, reps + 1)
+            if dropped:
+                kept = {p: int(arr[p]) for p in dropped if p < n}
+            lib.rdk_batch_track(b, arr, n, reps, reps + 1)
         finally:
             pool.give_back(b)
+        if dropped:
+            for p, e in kept.items():
+                arr[p] = e  # what was dropped does not move the partition's position
+            self._uncount(topic, [x for x in parts if x[0] in dropped])
+            parts = [x for x in parts if x[0] not in dropped]
+            messages = [m for m in messages if m[5] not in dropped]
         handed = self.handed
-        for p, _first, _last, count in parts:
-            handed[p] += count
-        return Batch(messages, int(reps[0]), int(reps[1]), self.topic, parts, self._settle)
+        if self.multi_topic:
+            for p, _first, _last, count in parts:
+                handed[(topic, p)] = handed.get((topic, p), 0) + count
+        else:
+            for p, _first, _last, count in parts:
+                handed[p] = handed.get(p, 0) + count
+        return Batch(messages, int(reps[0]), int(reps[1]), topic, parts, self._settle)
 
     # ---- closing -----------------------------------------------------------------------
     def close(self) -> bool:

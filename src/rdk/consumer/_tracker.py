@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Iterable
 
 from ._batch import Batch
 
@@ -102,6 +103,18 @@ class SettlementTracker:
         """Wait until no batch is unsettled; False if ``timeout`` seconds passed first."""
         with self.cond:
             return self.cond.wait_for(lambda: self.unsettled == 0, max(0.0, timeout))
+
+    def wait_partitions_settled(self, partitions: Iterable[int], timeout: float) -> bool:
+        """Wait until no batch holding any of ``partitions`` is pending (a revoke); False if
+        ``timeout`` seconds passed first. Looks at those partitions' queues only."""
+        parts = list(partitions)
+
+        def settled() -> bool:
+            queues = self._queues
+            return not any(e[1] == _PENDING for p in parts for e in queues.get(p, ()))
+
+        with self.cond:
+            return self.cond.wait_for(settled, max(0.0, timeout))
 
     def close(self) -> None:
         """From now on settling records nothing (the consumer is stopping)."""

@@ -1,0 +1,380 @@
+"""Group mode: partitions assigned by Kafka's group coordinator, progress committed to it.
+
+librdkafka's rebalance events (RD_KAFKA_EVENT_REBALANCE) arrive on the consumer queue,
+which a thread of ours (:class:`GroupMember`) serves; messages never go there, because
+each assigned partition's queue is forwarded to the fetch pipeline's own queue first
+(:class:`rdk._fetch.GroupFetcher`). So librdkafka's threads never call Python, and the
+rebalance is handled where rdk can wait:
+
+- **assign**: read the stored progress of the new partitions, fence off anything fetched
+  of them before, forward their queues, assign them at the stored position (else at
+  ``start_offset``), pause them if the consumer is paused, then ``on_assign(partitions)``;
+- **revoke**: stop handing out their batches at once (a fence drops what is fetched and
+  not yet handed out), wait up to :data:`REVOKE_TIMEOUT` for their in-flight batches to
+  settle, commit what settled, ``on_revoke(partitions)``, then give them up. Lost
+  partitions (the member was expelled) are given up without waiting or committing: their
+  new owner may already commit.
+
+The protocol is librdkafka's: ``cooperative-sticky`` by default (incremental
+assign/unassign; a rebalance moves only the partitions that change owner), an eager
+assignor if configured (assign/unassign everything), or KIP-848's ``group.protocol=consumer``
+(incremental too).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._binding import ERROR_CODES, Client, check, ffi, lib
+from .._partitions import partition_list, partition_list_offsets
+from ..errors import KafkaError
+from ._batch import Batch
+from ._tracker import SettlementTracker
+
+if TYPE_CHECKING:
+    from .._fetch import GroupFetcher
+    from ._pipeline import FetchPipeline
+
+__all__ = ["REVOKE_TIMEOUT", "GroupMember", "GroupOffsetStore", "Key", "TopicFileStores",
+           "TopicKeyedStore", "TopicTrackers"]
+
+#: seconds a revoke waits at most for the revoked partitions' in-flight batches to settle
+#: (and less if ``max.poll.interval.ms``, the group's rebalance timeout, is under twice that)
+REVOKE_TIMEOUT = 30.0
+_COMMIT_TIMEOUT = 10.0
+_POLL_MS = 100
+
+Key = tuple[str, int]  # (topic, partition)
+
+
+def _error(err: Any, context: str) -> None:
+    """Raise (and free) an ``rd_kafka_error_t *`` if there is one."""
+    if err == ffi.NULL:
+        return
+    try:
+        code = int(lib.rd_kafka_error_code(err))
+        text = ffi.string(lib.rd_kafka_error_string(err)).decode(errors="replace")
+    finally:
+        lib.rd_kafka_error_destroy(err)
+    raise KafkaError(code, text, context=context)
+
+
+def _keys(tpl: Any) -> list[Key]:
+    return [(ffi.string(tpl.elems[i].topic).decode(), int(tpl.elems[i].partition))
+            for i in range(tpl.cnt)]
+
+
+class GroupOffsetStore:
+    """Progress committed to the consumer's own group through its handle (the default in
+    group mode): ``read([(topic, partition)])`` and ``commit({(topic, partition): last})``
+    in kafka-native's last-processed terms (Kafka stores the next offset). Only partitions
+    ``owned()`` are committed: a revoked partition's late settlements never overwrite its
+    new owner's progress."""
+
+    def __init__(self, client: Client, group_id: str, owned: Callable[[], set[Key]],
+                 logger: logging.Logger | logging.LoggerAdapter) -> None:
+        self.client = client
+        self.group_id = group_id
+        self.owned = owned
+        self.logger = logger
+
+    def read(self, keys: Sequence[Key]) -> dict[Key, int]:
+        if not keys:
+            return {}
+        tpl = partition_list((t, p, lib.RD_KAFKA_OFFSET_INVALID) for t, p in keys)
+        context = f"committed offsets of group {self.group_id!r}"
+        check(lib.rd_kafka_committed(self.client.rk, tpl, int(_COMMIT_TIMEOUT * 1000)), context)
+        return {k: v - 1 for k, v in partition_list_offsets(tpl, context).items() if v >= 0}
+
+    def commit(self, offsets: Mapping[Key, int]) -> None:
+        owned = self.owned()
+        mine = {k: v for k, v in offsets.items() if k in owned}
+        if len(mine) < len(offsets):
+            self.logger.debug("group %s: not committing %s (no longer assigned)", self.group_id,
+                              sorted(set(offsets) - set(mine)))
+        if not mine:
+            return
+        tpl = partition_list((t, p, last + 1) for (t, p), last in mine.items())
+        context = f"commit offsets for group {self.group_id!r}"
+        check(lib.rd_kafka_commit(self.client.rk, tpl, 0), context)
+        partition_list_offsets(tpl, context)
+
+    def __repr__(self) -> str:
+        return f"GroupOffsetStore({self.group_id!r})"
+
+
+class TopicKeyedStore:
+    """A one-topic OffsetStore (``{partition: last}``) seen with (topic, partition) keys."""
+
+    def __init__(self, store: Any, topic: str) -> None:
+        self.store, self.topic = store, topic
+
+    def read(self, keys: Sequence[Key]) -> dict[Key, int]:
+        got = self.store.read([p for _t, p in keys])
+        if not isinstance(got, Mapping):
+            raise TypeError(f"offset_store.read() of {type(self.store).__name__} must return a "
+                            f"dict {{partition: last processed offset}}, got {type(got).__name__}")
+        return {(self.topic, p): v for p, v in got.items()}
+
+    def commit(self, offsets: Mapping[Key, int]) -> None:
+        self.store.commit({p: v for (_t, p), v in offsets.items()})
+
+
+class TopicFileStores:
+    """kafka-native's offset files of several topics, with (topic, partition) keys."""
+
+    def __init__(self, directory: Any, topics: Sequence[str]) -> None:
+        from ..offsets import FileOffsetStore
+
+        self.stores = {t: FileOffsetStore(directory, t) for t in topics}
+
+    def read(self, keys: Sequence[Key]) -> dict[Key, int]:
+        out: dict[Key, int] = {}
+        for t, store in self.stores.items():
+            ps = [p for kt, p in keys if kt == t]
+            if ps:
+                out.update({(t, p): v for p, v in store.read(ps).items()})
+        return out
+
+    def commit(self, offsets: Mapping[Key, int]) -> None:
+        by_topic: dict[str, dict[int, int]] = {}
+        for (t, p), v in offsets.items():
+            by_topic.setdefault(t, {})[p] = v
+        for t, values in by_topic.items():
+            self.stores[t].commit(values)
+
+
+class GroupMember:
+    """Subscribes and serves the group's events on thread ``rdk-group-<topic>``.
+
+    ``host`` is the Consumer: it gives ``_group_starts(keys)`` (next offsets),
+    ``_group_assigned(keys, added)``, ``_wait_partitions(keys, until)``,
+    ``_flush_offsets(until)``, ``_on_client_error(err)``, ``_fail(err)``, ``paused``,
+    ``logger`` and the user's ``on_assign``/``on_revoke``.
+    """
+
+    def __init__(self, host: Any, client: Client, pipeline: FetchPipeline, fetcher: GroupFetcher,
+                 subscription: Sequence[str], name: str, rebalance_timeout: float) -> None:
+        self.host = host
+        # the group waits this long for members to rejoin: the revoke must end well before
+        self.revoke_timeout = min(REVOKE_TIMEOUT, rebalance_timeout / 2)
+        self.client = client
+        self.pipeline = pipeline
+        self.fetcher = fetcher
+        self.subscription = list(subscription)
+        self.logger = host.logger
+        self.assigned: set[Key] = set()
+        self.closing = False
+        self.queue = client.consumer_queue()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        """Subscribe and start serving rebalances."""
+        tpl = partition_list((t, lib.RD_KAFKA_PARTITION_UA, lib.RD_KAFKA_OFFSET_INVALID)
+                             for t in self.subscription)
+        check(lib.rd_kafka_subscribe(self.client.rk, tpl), f"subscribe to {self.subscription}")
+        self.thread.start()
+
+    @property
+    def cooperative(self) -> bool:
+        proto = lib.rd_kafka_rebalance_protocol(self.client.rk)
+        return proto != ffi.NULL and ffi.string(proto) == b"COOPERATIVE"
+
+    def close(self, until: float) -> bool:
+        """Leave the group (revoking what is assigned, without waiting: the consumer has
+        stopped and stored its offsets); serve events until closed or ``until`` (monotonic).
+        Returns whether the group was left cleanly."""
+        self.closing = True
+        ok = False
+        if self.thread.is_alive():
+            try:
+                _error(lib.rd_kafka_consumer_close_queue(self.client.rk, self.queue),
+                       "close the group consumer")
+                while time.monotonic() < until:
+                    if lib.rd_kafka_consumer_closed(self.client.rk):
+                        ok = True
+                        break
+                    time.sleep(0.02)  # the group thread serves the close's events meanwhile
+            except KafkaError as e:
+                self.logger.warning("consumer of %s: leaving the group: %s", self.host.topic, e)
+        self._stop.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(max(0.0, until - time.monotonic()) + 0.5)
+        return ok
+
+    # ---- the group thread --------------------------------------------------------------
+    def _serve(self) -> None:
+        q = self.queue
+        while not self._stop.is_set():
+            ev = lib.rd_kafka_queue_poll(q, _POLL_MS)
+            if ev == ffi.NULL:
+                continue
+            try:
+                self._dispatch(ev)
+            except BaseException as e:  # a bug or a failed (un)assign: say so and stop
+                self.logger.exception("consumer of %s: group thread failed", self.host.topic)
+                self.host._fail(e if isinstance(e, KafkaError) else KafkaError(
+                    ERROR_CODES["_FAIL"], f"group thread failed: {e!r}",
+                    context=f"group of {self.host.topic}"))
+            finally:
+                lib.rd_kafka_event_destroy(ev)
+
+    def _dispatch(self, ev: Any) -> None:
+        etype = lib.rd_kafka_event_type(ev)
+        if etype == lib.RD_KAFKA_EVENT_REBALANCE:
+            code = lib.rd_kafka_event_error(ev)
+            tpl = lib.rd_kafka_event_topic_partition_list(ev)
+            if code == lib.RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+                self._assign(tpl)
+            else:
+                self._revoke(tpl)
+        elif etype == lib.RD_KAFKA_EVENT_ERROR:
+            err = lib.rd_kafka_event_error(ev)
+            text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
+            self.host._on_client_error(
+                KafkaError(err, text, fatal=bool(lib.rd_kafka_event_error_is_fatal(ev))))
+
+    def _assign(self, tpl: Any) -> None:
+        keys = _keys(tpl)
+        host, pipeline = self.host, self.pipeline
+        if self.closing:  # leaving: take them as they are, they are revoked next
+            self._do_assign(tpl)
+            return
+        starts = host._group_starts(keys)
+        pipeline.fence(keys, keep_new=True)
+        for i, (t, p) in enumerate(keys):
+            self.fetcher.add(t, p)
+            start = starts[(t, p)]
+            tpl.elems[i].offset = start
+            pipeline.set_expected(t, p, start if start >= 0 else -1)
+        with self._lock:
+            self.assigned.update(keys)
+        self._do_assign(tpl)
+        if host.paused:  # pause() holds across rebalances
+            check(lib.rd_kafka_pause_partitions(self.client.rk, tpl), "pause newly assigned")
+        host._group_assigned(keys, True)
+        self.logger.info("consumer of %s: assigned %s, starting at %s", host.topic, keys,
+                         {k: v for k, v in starts.items()})
+        self._user("on_assign", keys)
+
+    def _do_assign(self, tpl: Any) -> None:
+        if self.cooperative:
+            _error(lib.rd_kafka_incremental_assign(self.client.rk, tpl), "incremental assign")
+        else:
+            check(lib.rd_kafka_assign(self.client.rk, tpl), "assign")
+
+    def _revoke(self, tpl: Any) -> None:
+        keys = _keys(tpl)
+        host = self.host
+        lost = bool(lib.rd_kafka_assignment_lost(self.client.rk))
+        self.pipeline.fence(keys, keep_new=False)  # nothing more of them is handed out
+        if lost:
+            self.logger.warning("consumer of %s: partitions %s were lost (this member left "
+                                "the group's generation); not committing them", host.topic, keys)
+        elif not self.closing and not self.host._stop_event.is_set():
+            # (once stopping, stop() waits for the batches and commits, bounded by its
+            # timeout; blocking here would hold up the rebalance those commits need)
+            until = time.monotonic() + self.revoke_timeout
+            if not host._wait_partitions(keys, until):
+                self.logger.warning("consumer of %s: batches of revoked partitions %s did not "
+                                    "settle within %g s; giving them up without their offsets",
+                                    host.topic, keys, self.revoke_timeout)
+            host._flush_offsets(until)
+        self._user("on_revoke", keys)
+        with self._lock:
+            self.assigned.difference_update(keys)
+        host._group_assigned(keys, False)
+        if self.cooperative:
+            _error(lib.rd_kafka_incremental_unassign(self.client.rk, tpl), "incremental unassign")
+        else:
+            check(lib.rd_kafka_assign(self.client.rk, ffi.NULL), "unassign")
+        self.logger.info("consumer of %s: revoked %s", host.topic, keys)
+
+    def _user(self, name: str, keys: list[Key]) -> None:
+        fn = getattr(self.host, f"_{name}", None)
+        if fn is None:
+            return
+        try:
+            fn(sorted(keys))
+        except Exception:
+            self.logger.exception("consumer of %s: %s raised", self.host.topic, name)
+        except BaseException as e:  # it runs on rdk's group thread
+            self.logger.error("consumer of %s: %s raised %s; it runs on rdk's group thread, "
+                              "so it cannot stop the program: logged", self.host.topic, name,
+                              type(e).__name__, exc_info=True)
+
+    def owned(self) -> set[Key]:
+        with self._lock:
+            return set(self.assigned)
+
+    def is_owned(self, keys: Iterable[Key]) -> bool:
+        with self._lock:
+            return all(k in self.assigned for k in keys)
+
+
+def wait_partitions(tracker: SettlementTracker, partitions: list[int], timeout: float) -> bool:
+    """Wait until no batch of ``partitions`` is in flight in ``tracker``."""
+    return tracker.wait_partitions_settled(partitions, timeout)
+
+
+class TopicTrackers:
+    """One :class:`SettlementTracker` per topic, behind the tracker's interface (a batch
+    holds one topic's messages, so each batch goes to one of them)."""
+
+    def __init__(self, commit_on_error: bool, logger: logging.Logger | logging.LoggerAdapter) -> None:
+        self.commit_on_error = commit_on_error
+        self.logger = logger
+        self._by_topic: dict[str, SettlementTracker] = {}
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def of(self, topic: str) -> SettlementTracker:
+        tracker = self._by_topic.get(topic)
+        if tracker is None:
+            with self._lock:
+                tracker = self._by_topic.get(topic)
+                if tracker is None:
+                    tracker = SettlementTracker(self.commit_on_error, self.logger, topic)
+                    if self.closed:
+                        tracker.close()
+                    self._by_topic = {**self._by_topic, topic: tracker}
+        return tracker
+
+    def add(self, batch: Batch) -> None:
+        self.of(batch.topic).add(batch)
+
+    def settle(self, batch: Batch, ok: bool) -> tuple[bool, dict[int, int]]:
+        return self.of(batch.topic).settle(batch, ok)
+
+    def abandon(self, batch: Batch) -> bool:
+        return self.of(batch.topic).abandon(batch)
+
+    @property
+    def unsettled(self) -> int:
+        return sum(t.unsettled for t in self._by_topic.values())
+
+    def wait_settled(self, timeout: float) -> bool:
+        until = time.monotonic() + timeout
+        return all(t.wait_settled(until - time.monotonic()) for t in self._by_topic.values())
+
+    def wait_partitions_settled(self, keys: Iterable[Key], timeout: float) -> bool:
+        until = time.monotonic() + timeout
+        by_topic: dict[str, list[int]] = {}
+        for t, p in keys:
+            by_topic.setdefault(t, []).append(p)
+        return all(wait_partitions(self.of(t), ps, until - time.monotonic())
+                   for t, ps in by_topic.items())
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            trackers = list(self._by_topic.values())
+        for t in trackers:
+            t.close()

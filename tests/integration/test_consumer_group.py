@@ -1,0 +1,414 @@
+"""rdk.Consumer in group mode (group_id=...), seek, and several topics, on real brokers.
+
+Broker support, found by running these (see the skips): the mock cluster and Tansu both
+run the classic group protocol with librdkafka's cooperative-sticky and eager assignors;
+KIP-848's ``group.protocol=consumer`` runs on the mock cluster only (Tansu answers
+"ConsumerGroupHeartbeatRequest not supported by broker" and librdkafka retries forever).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import uuid
+
+import pytest
+from helpers import Collector, produce, stored, values, wait_until
+
+import rdk
+from rdk.errors import ClosedError
+from rdk.offsets import BrokerOffsetStore
+
+# short group timeouts: Tansu holds a JoinGroup for about the rebalance timeout
+GROUP_OPTIONS = {"session.timeout.ms": 6000, "max.poll.interval.ms": 10000,
+                 "heartbeat.interval.ms": 500}
+
+
+def group_name() -> str:
+    return f"g-{uuid.uuid4().hex[:10]}"
+
+
+def committed(broker, group, topic, partitions):
+    store = BrokerOffsetStore(group, broker=broker.bootstrap_servers, topic=topic)
+    try:
+        return store.read(list(partitions))
+    finally:
+        store.close()
+
+
+def group_consumer(broker, topic, callback=None, group=None, **kw):
+    options = {**GROUP_OPTIONS, **kw.pop("driver_options", {})}
+    return rdk.Consumer(broker.bootstrap_servers, topic, None, callback, group_id=group,
+                        driver_options=options, **kw)
+
+
+class Assignments:
+    """on_assign/on_revoke that keep what they were given."""
+
+    def __init__(self) -> None:
+        self.assigned: list[list] = []
+        self.revoked: list[list] = []
+        self.cond = threading.Condition()
+
+    def on_assign(self, parts):
+        with self.cond:
+            self.assigned.append(parts)
+            self.cond.notify_all()
+
+    def on_revoke(self, parts):
+        with self.cond:
+            self.revoked.append(parts)
+            self.cond.notify_all()
+
+
+# ---- one member --------------------------------------------------------------------------
+
+
+def test_group_member_reads_every_partition_and_commits_to_the_group(broker, new_topic):
+    topic = new_topic(broker, 4)
+    for p in range(4):
+        produce(broker, topic, p, values(50, prefix=b"p%d-" % p))
+    group = group_name()
+    got, seen = Collector(), Assignments()
+    with group_consumer(broker, topic, got, group, on_assign=seen.on_assign,
+                        on_revoke=seen.on_revoke, max_messages_per_callback=30) as c:
+        assert c.start() == []  # the coordinator assigns later
+        got.wait_for(200)
+        assert c.assignment == [(topic, p) for p in range(4)]
+        assert c.partitions == [0, 1, 2, 3]
+    assert seen.assigned == [[(topic, p) for p in range(4)]]
+    assert seen.revoked == [[(topic, p) for p in range(4)]]  # leaving the group revokes
+    for p in range(4):
+        assert got.offsets(p) == list(range(50))
+    assert {m.topic for m in got.messages} == {topic}
+    assert committed(broker, group, topic, range(4)) == {p: 49 for p in range(4)}
+
+    # the group resumes after its committed offsets
+    produce(broker, topic, 2, values(5, start=50))
+    again = Collector()
+    with group_consumer(broker, topic, again, group) as c2:
+        c2.start()
+        again.wait_for(5)
+    assert [(m.partition, m.offset) for m in again.messages] == [(2, o) for o in range(50, 55)]
+
+
+def test_group_batches_iterator_commits_each_batch(broker, new_topic):
+    topic = new_topic(broker, 2)
+    for p in range(2):
+        produce(broker, topic, p, values(20))
+    group = group_name()
+    c = group_consumer(broker, topic, None, group, max_messages_per_callback=7)
+    n = 0
+    try:
+        for batch in c.batches(timeout=30):
+            n += len(batch)
+            if n >= 40:
+                batch.commit()
+                break
+    finally:
+        c.stop()
+    assert n == 40
+    assert committed(broker, group, topic, range(2)) == {0: 19, 1: 19}
+
+
+def test_eager_assignor_works_too(broker, new_topic):
+    topic = new_topic(broker, 2)
+    for p in range(2):
+        produce(broker, topic, p, values(10))
+    got = Collector()
+    with group_consumer(broker, topic, got, group_name(),
+                        driver_options={"partition.assignment.strategy": "range"}) as c:
+        c.start()
+        got.wait_for(20)
+        assert sorted(c.assignment) == [(topic, 0), (topic, 1)]
+        assert c._client is not None
+        from rdk._binding import ffi, lib
+
+        assert ffi.string(lib.rd_kafka_rebalance_protocol(c._client.rk)) == b"EAGER"
+
+
+def test_kip848_consumer_protocol(broker, new_topic):
+    if broker.kind == "tansu":
+        pytest.skip("Tansu has no KIP-848 group protocol: librdkafka logs "
+                    "'ConsumerGroupHeartbeatRequest not supported by broker'")
+    topic = new_topic(broker, 3)
+    for p in range(3):
+        produce(broker, topic, p, values(10))
+    got, seen = Collector(), Assignments()
+    with rdk.Consumer(broker.bootstrap_servers, topic, None, got, group_id=group_name(),
+                      driver_options={"group.protocol": "consumer"},
+                      on_assign=seen.on_assign) as c:
+        c.start()
+        got.wait_for(30)
+        assert sorted(c.assignment) == [(topic, p) for p in range(3)]
+    assert sorted(k for ks in seen.assigned for k in ks) == [(topic, p) for p in range(3)]
+
+
+# ---- rebalances ----------------------------------------------------------------------------
+
+
+def test_rebalance_waits_for_in_flight_batches_and_duplicates_nothing_settled(broker, new_topic):
+    """A second member joins while the first has Futures in flight: the revoked partitions'
+    batches settle and are committed before they move, so nothing is delivered twice."""
+    topic = new_topic(broker, 4)
+    total = 4 * 300
+    for p in range(4):
+        produce(broker, topic, p, values(300, prefix=b"p%d-" % p))
+    group = group_name()
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    release = threading.Event()
+
+    held: set = set()  # partitions with a batch in flight
+
+    def slow(batch):  # settles when released: keeps batches in flight over the rebalance
+        held.update(batch.offsets)
+        return pool.submit(release.wait, 30)
+
+    first_seen, second_seen = Assignments(), Assignments()
+    first = Collector(slow)
+    second = Collector()
+    revoked_at: dict = {}
+
+    def on_revoke(parts):
+        if not first_seen.revoked:  # (the last one comes at stop())
+            revoked_at.update(committed(broker, group, topic, [p for _t, p in parts]))
+        first_seen.on_revoke(parts)
+
+    c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
+                        on_revoke=on_revoke, max_messages_per_callback=25)
+    c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
+                        max_messages_per_callback=25)
+    try:
+        c1.start()
+        wait_until(lambda: len(first.messages) >= 50, what="first deliveries")
+        c2.start()  # the rebalance starts; c1's revoke waits for its in-flight batches
+        fences = c1._pipeline._fences
+        wait_until(lambda: any(mark == 2**63 for mark in fences.values()), 30,
+                   "the revoke to begin")
+        revoking = {p for (_t, p), mark in list(fences.items()) if mark == 2**63}
+        if revoking & held:  # a revoked partition has a batch in flight: the revoke waits
+            assert first_seen.revoked == []
+        release.set()
+        wait_until(lambda: len({(m.partition, m.offset) for m in first.messages + second.messages})
+                   >= total, 60, "every message")
+        wait_until(lambda: second_seen.assigned, 30, "the second member's assignment")
+    finally:
+        release.set()
+        c2.stop()
+        c1.stop()
+        pool.shutdown()
+    moved = [p for _t, p in first_seen.revoked[0]]
+    assert moved and len(moved) < 4  # cooperative: only some partitions moved
+    delivered = [(m.partition, m.offset) for m in first.messages + second.messages]
+    assert sorted(set(delivered)) == sorted((p, o) for p in range(4) for o in range(300))
+    assert len(delivered) == len(set(delivered)), "a settled message was delivered again"
+    for p in moved:  # committed at the revoke: exactly what the first member had delivered
+        mine = [m.offset for m in first.messages if m.partition == p]
+        assert revoked_at.get(p) == (max(mine) if mine else None)
+
+
+def test_pause_holds_across_a_rebalance(broker, new_topic):
+    topic = new_topic(broker, 2)
+    group = group_name()
+    first, second = Collector(), Collector()
+    seen = Assignments()
+    c1 = group_consumer(broker, topic, first, group, on_assign=seen.on_assign,
+                        on_revoke=seen.on_revoke)
+    c2 = group_consumer(broker, topic, second, group)
+    try:
+        c1.start()
+        wait_until(lambda: seen.assigned, 30, "the first assignment")
+        c1.pause()
+        c2.start()
+        wait_until(lambda: seen.revoked and len(c1.assignment) == 1 and len(c2.assignment) == 1,
+                   30, "the rebalance")
+        (kept,) = c1.assignment
+        (moved,) = c2.assignment
+        produce(broker, topic, moved[1], values(5))
+        produce(broker, topic, kept[1], values(5))
+        second.wait_for(5)  # the other member's messages arrived: c1's would have too
+        assert first.messages == [] and c1.paused
+        c1.resume()
+        first.wait_for(5)
+    finally:
+        c2.stop()
+        c1.stop()
+    assert {m.partition for m in first.messages} == {kept[1]}
+
+
+# ---- seek ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["slot", "group"])
+def test_seek_fetches_again_from_the_offset(broker, new_topic, tmp_path, mode):
+    topic = new_topic(broker, 2)
+    produce(broker, topic, 0, values(40))
+    produce(broker, topic, 1, values(10))
+    if mode == "slot":
+        c = rdk.Consumer(broker.bootstrap_servers, topic, tmp_path, max_messages_per_callback=10)
+    else:
+        c = group_consumer(broker, topic, None, group_name(), max_messages_per_callback=10)
+    got: list = []
+    sought = False
+    try:
+        for batch in c.batches(timeout=30):
+            got.extend((m.partition, m.offset) for m in batch)
+            if not sought and sum(1 for p, _o in got if p == 0) >= 40:
+                c.seek(0 if mode == "slot" else (topic, 0), 15)
+                sought = True
+            if sought and sum(1 for p, _o in got if p == 0) >= 40 + 25:
+                break
+    finally:
+        c.stop()
+    zero = [o for p, o in got if p == 0]
+    assert zero[:40] == list(range(40))
+    assert zero[40:] == list(range(15, 40))
+
+
+def test_seek_refuses_bad_input(broker, new_topic, tmp_path):
+    topic = new_topic(broker, 2)
+    c = rdk.Consumer(broker.bootstrap_servers, topic, tmp_path, Collector(), num_workers=2)
+    with pytest.raises(RuntimeError, match="started"):
+        c.seek(0, 0)
+    try:
+        assert c.start() == [0]
+        with pytest.raises(ValueError, match=r"\[1\] is not assigned"):
+            c.seek(1, 0)
+        with pytest.raises(ValueError, match="offset must be"):
+            c.seek(0, "middle")
+        with pytest.raises(ValueError, match="offset"):
+            c.seek(0, -5)
+        with pytest.raises(ValueError, match="topic"):
+            c.seek(("no/such", 0), 0)
+        c.seek(0, "earliest")
+    finally:
+        c.stop()
+    with pytest.raises(ClosedError):
+        c.seek(0, 0)
+
+
+# ---- several topics ------------------------------------------------------------------------
+
+
+def test_group_reads_a_list_of_topics_and_a_regex(broker, new_topic):
+    prefix = f"multi{uuid.uuid4().hex[:6]}"
+    a = new_topic(broker, 2, prefix=prefix)
+    b = new_topic(broker, 1, prefix=prefix)
+    for p in range(2):
+        produce(broker, a, p, values(15, prefix=b"a"))
+    produce(broker, b, 0, values(15, prefix=b"b"))
+    group = group_name()
+    for subscription in ([a, b], f"^{prefix}-.*"):
+        got = Collector()
+        with group_consumer(broker, subscription, got, group_name()) as c:
+            c.start()
+            got.wait_for(45)
+            assert sorted(c.assignment) == sorted([(a, 0), (a, 1), (b, 0)])
+        for batch in got.batches:  # a batch holds one topic's messages; each names its topic
+            assert {m.topic for m in batch} == {batch.topic}
+        assert sorted((m.topic, m.partition, m.value) for m in got.messages) == sorted(
+            [(a, p, v) for p in range(2) for v in values(15, prefix=b"a")]
+            + [(b, 0, v) for v in values(15, prefix=b"b")])
+    # progress is committed per topic-partition
+    got = Collector()
+    with group_consumer(broker, [a, b], got, group) as c:
+        c.start()
+        got.wait_for(45)
+    assert committed(broker, group, a, [0, 1]) == {0: 14, 1: 14}
+    assert committed(broker, group, b, [0]) == {0: 14}
+
+
+def test_worker_slot_consumer_reads_a_list_of_topics_with_offset_files(broker, new_topic, tmp_path):
+    a, b = new_topic(broker, 2), new_topic(broker, 3)
+    for p in range(2):
+        produce(broker, a, p, values(20, prefix=b"a"))
+    for p in range(3):
+        produce(broker, b, p, values(20, prefix=b"b"))
+    got = Collector()
+    with rdk.Consumer(broker.bootstrap_servers, [a, b], tmp_path, got, num_workers=2,
+                      worker_slot=0, max_messages_per_callback=15) as c:
+        assert c.start() == [(a, 0), (b, 0), (b, 2)]  # p % 2 == 0 of each topic
+        got.wait_for(60)
+        c.seek((b, 2), 5)
+        got.wait_for(75)
+    for batch in got.batches:
+        assert {m.topic for m in batch} == {batch.topic}
+    keyed = [(m.topic, m.partition, m.offset) for m in got.messages]
+    assert sorted(set(keyed)) == sorted((t, p, o) for t, p in [(a, 0), (b, 0), (b, 2)]
+                                        for o in range(20))
+    assert [o for t, p, o in keyed if (t, p) == (b, 2)] == list(range(20)) + list(range(5, 20))
+    for t, p in [(a, 0), (b, 0), (b, 2)]:
+        assert stored(tmp_path, t, p) == 19
+    assert stored(tmp_path, a, 1) is None
+    # a restart resumes every topic after its offset file
+    produce(broker, a, 0, values(3, start=20, prefix=b"a"))
+    again = Collector()
+    with rdk.Consumer(broker.bootstrap_servers, [a, b], tmp_path, again, num_workers=2) as c2:
+        c2.start()
+        again.wait_for(3)
+    assert [(m.topic, m.partition, m.offset) for m in again.messages] == [(a, 0, o) for o in (20, 21, 22)]
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+
+def test_group_mode_refuses_bad_input(broker, new_topic, tmp_path):
+    topic = new_topic(broker, 1)
+    bs = broker.bootstrap_servers
+    with pytest.raises(ValueError, match="group_id must not be empty"):
+        rdk.Consumer(bs, topic, tmp_path, group_id="")
+    with pytest.raises(TypeError, match="group_id must be str"):
+        rdk.Consumer(bs, topic, tmp_path, group_id=5)
+    with pytest.raises(ValueError, match="num_workers/worker_slot"):
+        rdk.Consumer(bs, topic, tmp_path, group_id="g", num_workers=2)
+    with pytest.raises(ValueError, match="on_assign needs group_id"):
+        rdk.Consumer(bs, topic, tmp_path, on_assign=print)
+    with pytest.raises(TypeError, match="on_revoke"):
+        rdk.Consumer(bs, topic, tmp_path, group_id="g", on_revoke=5)
+    with pytest.raises(ValueError, match="regex subscription needs group mode"):
+        rdk.Consumer(bs, "^t.*", tmp_path)
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        rdk.Consumer(bs, "^t(", tmp_path, group_id="g")
+    with pytest.raises(ValueError, match="names a topic twice"):
+        rdk.Consumer(bs, [topic, topic], tmp_path, group_id="g")
+    with pytest.raises(ValueError, match="list of topics is empty"):
+        rdk.Consumer(bs, [], tmp_path, group_id="g")
+    with pytest.raises(ValueError, match=r"topic\[1\]"):
+        rdk.Consumer(bs, [topic, "a b"], tmp_path, group_id="g")
+    with pytest.raises(ValueError, match="group_metadata"):
+        rdk.Consumer(bs, topic, tmp_path).group_metadata()
+    with pytest.raises(ValueError, match="offset_store= keeps one topic"):
+        rdk.Consumer(bs, [topic, topic + "x"], None, group_id="g",
+                     offset_store=BrokerOffsetStore("g"))
+    with pytest.raises(ValueError, match="offset_store= keeps one topic"):
+        rdk.Consumer(bs, [topic, topic + "x"], None, offset_store=BrokerOffsetStore("g"))
+    with pytest.raises(TypeError, match=r"give \(topic, partition\)"):
+        c = rdk.Consumer(bs, [topic, topic + "x"], tmp_path)
+        c.seek(0, 0)
+
+
+# ---- group metadata for transactions ---------------------------------------------------------
+
+
+def test_group_metadata_commits_the_groups_offsets_in_a_transaction(tansu, new_topic):
+    """(Tansu: the mock cluster accepts TxnOffsetCommit without storing the offsets.)"""
+    src, dst = new_topic(tansu), new_topic(tansu)
+    produce(tansu, src, 0, values(10))
+    group = group_name()
+    c = group_consumer(tansu, src, None, group)
+    try:
+        batch = next(iter(c.batches(timeout=60)))
+        metadata = c.group_metadata()
+        assert isinstance(metadata, rdk.GroupMetadata)
+        with rdk.Producer(tansu.bootstrap_servers, transactional_id=f"tx-{group}") as p:
+            p.init_transactions(30)
+            p.begin_transaction()
+            p.send(dst, 0, [m.value for m in batch])
+            assert max(m.offset for m in batch) == 9
+            # a next offset the consumer never had: only the transaction can store it
+            p.send_offsets_to_transaction({(src, 0): 5}, metadata)
+            p.commit_transaction(60)
+        metadata.close()
+    finally:
+        c.stop()  # the batch was never committed by the consumer itself
+    assert committed(tansu, group, src, [0]) == {0: 4}
