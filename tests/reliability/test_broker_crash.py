@@ -26,7 +26,7 @@ import psutil
 import pytest
 from helpers import produce, read_log, wait_until
 
-from rdk import Admin, Consumer, KafkaError, Producer, _binding
+from rdk import Admin, BrokerOffsetStore, Consumer, KafkaError, Producer, _binding
 from rdk._binding import ffi, lib
 from rdk._fetch import Fetcher
 from rdk.errors import RdkError
@@ -276,11 +276,16 @@ def _is_one_run(sent: list[int], missing: list[int]) -> bool:
 
 
 @pytest.mark.timeout(300)
-def test_slot_consumer_loses_nothing_across_broker_sigkill(durable, tmp_path):
+@pytest.mark.parametrize("mode", ["slot", "group"])
+def test_consumer_loses_nothing_across_broker_sigkill(durable, tmp_path, mode):
+    """Slot mode (offset files) and group mode (offsets committed to the group on the
+    durable broker): a broker SIGKILL and restart loses nothing, and only in-flight batches
+    come twice."""
     per_partition, batch = 20_000, 500
-    durable.create_topic("feed", PARTITIONS)
+    topic = f"feed-{mode}"
+    durable.create_topic(topic, PARTITIONS)
     for p in range(PARTITIONS):
-        produce(durable, "feed", p, [b"%d:%d" % (p, i) for i in range(per_partition)])
+        produce(durable, topic, p, [b"%d:%d" % (p, i) for i in range(per_partition)])
     total = per_partition * PARTITIONS
     got: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
     lock = threading.Lock()
@@ -296,31 +301,45 @@ def test_slot_consumer_loses_nothing_across_broker_sigkill(durable, tmp_path):
                 quarter.set()
 
     offsets = tmp_path / "offsets"
-    consumer = Consumer(durable.bootstrap_servers, "feed", str(offsets), on_batch,
-                        max_messages_per_callback=batch,
-                        driver_options={"log_level": 2, "reconnect.backoff.max.ms": 500})
+    driver = {"log_level": 2, "reconnect.backoff.max.ms": 500}
+    if mode == "group":  # Tansu holds a JoinGroup for about the session timeout
+        driver.update({"session.timeout.ms": 6000, "max.poll.interval.ms": 10000})
+        consumer = Consumer(durable.bootstrap_servers, topic, None, on_batch, group_id=f"g-{topic}",
+                            max_messages_per_callback=batch, driver_options=driver)
+    else:
+        consumer = Consumer(durable.bootstrap_servers, topic, str(offsets), on_batch,
+                            max_messages_per_callback=batch, driver_options=driver)
     try:
-        assert consumer.start() == list(range(PARTITIONS))
-        assert quarter.wait(60), "the consumer did not get going"
+        started = consumer.start()
+        assert started == ([] if mode == "group" else list(range(PARTITIONS)))
+        assert quarter.wait(90), "the consumer did not get going"
         durable.kill()  # SIGKILL with fetches in flight
         with lock:
             at_kill = count[0]
         durable.restart()
-        wait_until(lambda: all(len(set(got[p])) >= per_partition for p in got), 120,
+        wait_until(lambda: all(len(set(got[p])) >= per_partition for p in got), 180,
                    what="every message consumed after the broker restart")
         # and it keeps consuming what arrives after the crash
-        produce(durable, "feed", 0, [b"0:after"])
+        produce(durable, topic, 0, [b"0:after"])
         wait_until(lambda: per_partition in got[0], 60, what="a message produced after the restart")
     finally:
         consumer.stop(30)
 
     dups = sum(len(got[p]) - len(set(got[p])) for p in got)
-    print(f"\nslot consumer: {at_kill} of {total} messages consumed when the broker was killed; "
+    print(f"\n{mode} consumer: {at_kill} of {total} messages consumed when the broker was killed; "
           f"{dups} duplicates")
     assert at_kill < total, "the broker was killed only after everything was consumed"
     in_flight = batch * 4  # the batches a consumer may hold between fetch and callback
+    if mode == "group":
+        stored = BrokerOffsetStore(f"g-{topic}", broker=durable.bootstrap_servers, topic=topic)
+        try:
+            last = stored.read(list(range(PARTITIONS)))
+        finally:
+            stored.close()
+    else:
+        last = {p: read_offset_file(offset_file_path(offsets, topic, p)) for p in range(PARTITIONS)}
     for p in range(PARTITIONS):
         end = per_partition + (1 if p == 0 else 0)
         assert set(got[p]) == set(range(end)), f"partition {p}: lost offsets"
         assert len(got[p]) - len(set(got[p])) <= in_flight, f"partition {p}: too many duplicates"
-        assert read_offset_file(offset_file_path(offsets, "feed", p)) == end - 1
+        assert last[p] == end - 1, f"partition {p}: stored {last[p]}, expected {end - 1}"
