@@ -1,15 +1,18 @@
 """Group mode vs worker-slot mode: rdk.Consumer throughput on one mock cluster.
 
-The mock cluster runs in another process (``python -m rdk.mock``); 180 000 messages of 100
-bytes in 4 partitions (what its retention keeps). Each pass reads them all with one
+The mock cluster runs in another process (``python -m rdk.mock``); 100-byte messages,
+45 000 per partition (what its retention keeps) but at most 1 M in all, on 4 partitions
+(or ``--partitions N``). Each pass reads them all with one
 consumer per mode, alternating, timed from the first message (a group's join is not
 throughput), touching every ``Message.value``.
 
-Usage: ``.venv/bin/python bench/consumer_group_bench.py [passes]`` (default 3).
+Usage: ``.venv/bin/python bench/consumer_group_bench.py [passes] [--partitions N]``
+(default 3 passes, 4 partitions).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -20,15 +23,16 @@ import uuid
 
 import rdk
 
-PER_PARTITION, PARTITIONS = 45_000, 4
+PARTITIONS = 4
+PER_PARTITION = 45_000
 TOTAL = PER_PARTITION * PARTITIONS
 
 
 def fill(bootstrap: str) -> None:
-    with rdk.Producer(bootstrap) as p:
+    with rdk.Producer(bootstrap, queue_buffering_max_messages=2_000_000) as p:
         for part in range(PARTITIONS):
-            for _ in range(0, PER_PARTITION, 5000):
-                p.send("bench", part, [b"x" * 100] * 5000)
+            for start in range(0, PER_PARTITION, 5000):
+                p.send("bench", part, [b"x" * 100] * min(5000, PER_PARTITION - start))
         assert p.flush(60) == 0
 
 
@@ -80,4 +84,11 @@ def main(passes: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("passes", nargs="?", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=4)
+    args = parser.parse_args()
+    PARTITIONS = args.partitions
+    PER_PARTITION = min(45_000, 1_000_000 // PARTITIONS)
+    TOTAL = PER_PARTITION * PARTITIONS
+    main(args.passes)
