@@ -102,13 +102,25 @@ def record_batch(b: Any, topic: str, include_headers: bool = False) -> pa.Record
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.Array.from_buffers(pa.int32(), n, [None, _copy(b.partition, 4 * n)], null_count=0),
         pa.Array.from_buffers(pa.int64(), n, [None, _copy(b.offset, 8 * n)], null_count=0),
-        pc.multiply(ts_ms, 1000).view(TIMESTAMP_TYPE),
+        _micros(ts_ms, topic).view(TIMESTAMP_TYPE),
         # librdkafka: 0 none, 1 create time, 2 log-append time; Spark/Kafka: -1, 0, 1
         pc.subtract(ts_type.cast(pa.int32()), 1),
     ]
     if include_headers:
         columns.append(_headers_column(b, n))
     return pa.RecordBatch.from_arrays(columns, schema=kafka_schema(include_headers))
+
+
+def _micros(ts_ms: pa.Array, topic: str) -> pa.Array:
+    """Milliseconds to the microseconds of the timestamp column; a record timestamp too big
+    for them (e.g. one written in nanoseconds) raises ValueError naming it and the topic."""
+    try:
+        return pc.multiply_checked(ts_ms, 1000)
+    except pa.ArrowInvalid:
+        worst = max(pc.min(ts_ms).as_py(), pc.max(ts_ms).as_py(), key=abs)
+        raise ValueError(f"a record of topic {topic!r} has the timestamp {worst} (ms since the "
+                         "epoch), too large for a timestamp column (microseconds); was it "
+                         "written in nanoseconds?") from None
 
 
 def error_mask(b: Any) -> pa.Array:

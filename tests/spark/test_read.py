@@ -128,3 +128,23 @@ def test_fail_on_data_loss_false_skips_what_is_gone(mock_cluster, aged_out_topic
     assert [r.offset for r in df.select("offset").orderBy("offset").collect()] == list(
         range(low, high))
 
+
+
+def test_fail_on_data_loss_false_stream_reads_what_is_left_once(mock_cluster, aged_out_topic,
+                                                               kafka_reader, tmp_path):
+    """KafkaDontFailOnDataLossSuite "failOnDataLoss=false should not return duplicated
+    records: microbatch v2" (the batch variant is the test above)."""
+    topic, low, high = aged_out_topic
+    seen: list[int] = []
+    df = kafka_reader(mock_cluster, stream=True, subscribe=topic, failOnDataLoss="false",
+                      startingOffsets=json.dumps({topic: {"0": 0}}),
+                      **{"kafkaConsumer.pollTimeoutMs": "1000"}).load()
+    query = (df.select("offset").writeStream.trigger(availableNow=True)
+             .foreachBatch(lambda b, _id: seen.extend(r.offset for r in b.collect()))
+             .option("checkpointLocation", str(tmp_path / "cp")).start())
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert sorted(seen) == list(range(low, high))  # no duplicates, nothing below low

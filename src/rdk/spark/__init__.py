@@ -26,6 +26,7 @@ from ..errors import ConfigError
 from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
 from .reader import DataLossError
 from .source import NAME, KafkaDataSource, kafka_schema
+from .stream import offsets_behind_latest
 from .writer import DeliveryError
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ReadOptions",
     "WriteOptions",
     "kafka_schema",
+    "offsets_behind_latest",
     "parse_read_options",
     "parse_write_options",
     "register",

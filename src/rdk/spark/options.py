@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +21,13 @@ from ..errors import ConfigError
 from ..slots import owns
 from ..validate import check_broker, check_topic_name
 
+log = logging.getLogger("rdk.spark")
+
 __all__ = [
     "EARLIEST",
     "LATEST",
     "ReadOptions",
+    "Timestamps",
     "WriteOptions",
     "check_early",
     "parse_include_headers",
@@ -36,8 +41,6 @@ LATEST = -1
 
 # librdkafka properties the built-in connector forbids (Spark owns offsets and bytes).
 _FORBIDDEN = {
-    "group.id": "rdkafka tracks progress itself (Spark's checkpoint for streams, explicit "
-                "offset ranges for batches) and never joins a consumer group",
     "auto.offset.reset": "use the startingOffsets option ('earliest', 'latest' or JSON) instead",
     "enable.auto.commit": "offsets are never committed to Kafka; Spark's checkpoint keeps them",
     "key.deserializer": "keys are always read as binary; cast the key column in a query",
@@ -50,21 +53,17 @@ _FORBIDDEN = {
     "enable.partition.eof": "rdkafka needs end-of-partition events to finish offset ranges",
 }
 
-# Built-in options whose meaning rdkafka does not implement: refusing them beats
-# silently reading something other than what was asked.
-_UNSUPPORTED = {
-    "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
-    "endingtimestamp", "endingoffsetsbytimestamp", "minoffsetspertrigger", "maxtriggerdelay",
-    "maxrecordsperpartition",
-}
-# Built-in tuning options that have no counterpart here: accepted and ignored.
-_IGNORED = {"fetchoffset.numretries", "fetchoffset.retryintervalms", "groupidprefix",
-            "path", "checkpointlocation", "queryname"}
+# Options Spark itself sets or that have no meaning for Kafka: accepted and ignored.
+_IGNORED = {"path", "checkpointlocation", "queryname"}
 
 _READ_OPTIONS = {
     "subscribe", "assign", "subscribepattern", "startingoffsets", "endingoffsets",
-    "maxoffsetspertrigger", "minpartitions", "failondataloss", "includeheaders",
-    "kafkaconsumer.polltimeoutms", "numworkers", "workerslot",
+    "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
+    "endingtimestamp", "endingoffsetsbytimestamp",
+    "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
+    "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders",
+    "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms",
+    "groupidprefix", "numworkers", "workerslot",
 }
 _WRITE_OPTIONS = {"topic", "includeheaders"}
 
@@ -75,7 +74,8 @@ _SPELLING = {name.lower(): name for name in (
     "kafkaConsumer.pollTimeoutMs", "numWorkers", "workerSlot", "topic",
     "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "endingTimestamp", "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "maxRecordsPerPartition",
+    "maxRecordsPerPartition", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "groupIdPrefix",
 )}
 
 
@@ -83,7 +83,19 @@ def _name(key: str) -> str:
     return _SPELLING.get(key, key)
 
 
-Offsets = dict[str, dict[int, int]]
+# {topic: {partition: offset}}; a topic may instead map to one topic-level offset
+# (-2 earliest / -1 latest, written "earliest" / "latest"), as in the built-in connector
+Offsets = dict[str, "dict[int, int] | int"]
+
+
+@dataclass(frozen=True)
+class Timestamps:
+    """A timestamp position (ms since the epoch): one for every partition (``everywhere``,
+    from startingTimestamp / endingTimestamp) or one per partition (``by_partition``, from
+    startingOffsetsByTimestamp / endingOffsetsByTimestamp)."""
+
+    everywhere: int | None = None
+    by_partition: Offsets | None = None
 
 
 @dataclass(frozen=True)
@@ -95,10 +107,19 @@ class ReadOptions:
     topics: tuple[str, ...] = ()            # subscribe
     assignment: dict[str, tuple[int, ...]] = field(default_factory=dict)  # assign
     pattern: str | None = None              # subscribePattern
-    starting: str | Offsets = "earliest"    # "earliest" | "latest" | {topic: {p: offset}}
-    ending: str | Offsets = "latest"        # "latest" | {topic: {p: offset}}
+    # "earliest" | "latest" | {topic: {p: offset}} | Timestamps (the timestamp options win)
+    starting: str | Offsets | Timestamps = "earliest"
+    ending: str | Offsets | Timestamps = "latest"
+    # startingOffsetsByTimestampStrategy: "error" (no offset at or after the timestamp
+    # fails the query) or "latest" (such partitions start at their end)
+    by_timestamp_strategy: str = "error"
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    fetch_offset_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 1000
     fail_on_data_loss: bool = True
     include_headers: bool = False
     poll_timeout_ms: int = 120_000
@@ -168,10 +189,6 @@ def _check_known(opts: dict[str, str], known: set[str], what: str) -> None:
     for key in opts:
         if key.startswith("kafka.") or key in known or key in _IGNORED:
             continue
-        if key in _UNSUPPORTED:
-            raise ConfigError(f"rdkafka option '{_name(key)}' is not supported "
-                              "(the built-in connector's timestamp and trigger-delay options "
-                              "are not implemented); use startingOffsets/endingOffsets")
         close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
         if close:
             raise ConfigError(f"rdkafka {what}: unknown option '{key}'; "
@@ -202,12 +219,94 @@ def _int(opts: dict[str, str], key: str, minimum: int) -> int | None:
     return v
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {k!r} appears twice")
+        out[k] = v
+    return out
+
+
 def _json(opts: dict[str, str], key: str, example: str) -> Any:
     try:
-        return json.loads(opts[key])
+        return json.loads(opts[key], object_pairs_hook=_no_duplicate_keys)
     except ValueError as e:
         raise ConfigError(f"rdkafka option '{_name(key)}' is not valid JSON ({e}); "
                           f"expected e.g. {example}") from None
+
+
+_TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+               "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_ms(opts: dict[str, str], key: str) -> int | None:
+    """A Spark time string ('15m', '30s', '500ms'; a bare number is ms) in milliseconds."""
+    if key not in opts:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", opts[key].lower())
+    if not m or m.group(2) not in ("", *_TIME_UNITS):
+        raise ConfigError(f"rdkafka option '{_name(key)}' must be a duration such as '15m', "
+                          f"'30s' or '500ms' (units: {', '.join(_TIME_UNITS)}); got {opts[key]!r}")
+    return int(int(m.group(1)) * _TIME_UNITS.get(m.group(2), 1))
+
+
+_TOPIC_LEVEL = {"earliest": EARLIEST, "latest": LATEST}
+
+
+def _partition_map(opts: dict[str, str], key: str, example: str,
+                   check: Any, topic_level: bool = False) -> Offsets:
+    """{topic: {partition: int}} from a JSON option; ``check(topic, p, value)`` judges values.
+    One partition written twice ("0" and "00") is refused. With ``topic_level`` a topic may
+    map to "earliest" / "latest" (any case) for all its partitions."""
+    raw = opts[key].strip()
+    value = _json(opts, key, example)
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"rdkafka option '{_name(key)}' must be a JSON object like "
+                          f"{example}; got {raw!r}")
+    out: Offsets = {}
+    for topic, parts in value.items():
+        _topic_ok(topic, _name(key))
+        if topic_level and isinstance(parts, str) and parts.lower() in _TOPIC_LEVEL:
+            check(topic, "*", _TOPIC_LEVEL[parts.lower()])
+            out[topic] = _TOPIC_LEVEL[parts.lower()]
+            continue
+        if not isinstance(parts, dict) or not parts:
+            allowed = "an object of partition to value"
+            if topic_level:
+                allowed += " or 'earliest' / 'latest'"
+            raise ConfigError(f"rdkafka option '{_name(key)}': topic {topic!r} needs "
+                              f"{allowed}, got {parts!r} (in {raw})")
+        by_partition: dict[int, int] = {}
+        out[topic] = by_partition
+        for p, v in parts.items():
+            if not re.fullmatch(r"\d+", str(p)) or int(p) > 2**31 - 1:
+                raise ConfigError(f"rdkafka option '{_name(key)}': {topic!r} partition {p!r} "
+                                  "is not a partition number")
+            if int(p) in by_partition:
+                raise ConfigError(f"rdkafka option '{_name(key)}': partition {int(p)} of "
+                                  f"{topic!r} is given twice ({p!r} and another spelling)")
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ConfigError(f"rdkafka option '{_name(key)}': the value of {topic}-{p} "
+                                  f"must be an integer, got {v!r}")
+            check(topic, p, v)
+            by_partition[int(p)] = v
+    return out
+
+
+def _parse_timestamps(opts: dict[str, str], single: str, by_partition: str) -> Timestamps | None:
+    """startingTimestamp / endingTimestamp (wins) or the ...OffsetsByTimestamp JSON."""
+    if single in opts:
+        ms = _int(opts, single, 0)
+        return Timestamps(everywhere=ms)
+    if by_partition in opts:
+        def check(topic: str, p: str, v: int) -> None:
+            if v < 0:
+                raise ConfigError(f"rdkafka option '{_name(by_partition)}': the timestamp of "
+                                  f"{topic}-{p} must be >= 0 (ms since the epoch), got {v}")
+        return Timestamps(by_partition=_partition_map(
+            opts, by_partition, '{"topicA":{"0":1700000000000}}', check))
+    return None
 
 
 def _parse_assign(opts: dict[str, str]) -> dict[str, tuple[int, ...]]:
@@ -248,40 +347,30 @@ def _parse_offsets(opts: dict[str, str], key: str, *, allow: tuple[str, ...],
                 why = "a batch query cannot end before it starts; use 'latest' or JSON offsets"
             raise ConfigError(f"rdkafka option '{_name(key)}' cannot be {word!r} here: {why}")
         return word
-    example = '{"topicA":{"0":23,"1":-2},"topicB":{"0":-1}}'
-    value = _json(opts, key, f"'earliest', 'latest' or {example}")
-    if not isinstance(value, dict) or not value:
+    example = '{"topicA":{"0":23,"1":-2},"topicB":"latest"}'
+    if not raw.startswith("{"):
         raise ConfigError(f"rdkafka option '{_name(key)}' must be 'earliest', 'latest' or a "
                           f"JSON object like {example}; got {raw!r}")
-    out: Offsets = {}
-    for topic, parts in value.items():
-        _topic_ok(topic, _name(key))
-        if not isinstance(parts, dict) or not parts:
-            raise ConfigError(f"rdkafka option '{_name(key)}': topic {topic!r} needs an object "
-                              f"of partition to offset, got {parts!r}")
-        out[topic] = {}
-        for p, off in parts.items():
-            if not re.fullmatch(r"\d+", str(p)):
-                raise ConfigError(f"rdkafka option '{_name(key)}': {topic!r} partition {p!r} "
-                                  "is not a partition number")
-            if not isinstance(off, int) or isinstance(off, bool) or off < -2:
-                raise ConfigError(f"rdkafka option '{_name(key)}': offset of {topic}-{p} must be "
-                                  f"an integer >= 0, -2 (earliest) or -1 (latest); got {off!r}")
-            if off < 0 and off not in allow_json:
-                word = "earliest" if off == EARLIEST else "latest"
-                raise ConfigError(f"rdkafka option '{_name(key)}': offset {off} ({word}) of "
-                                  f"{topic}-{p} is not allowed here")
-            out[topic][int(p)] = off
-    return out
+
+    def check(topic: str, p: str, off: int) -> None:
+        if p == "*" and off not in allow_json:
+            word = "earliest" if off == EARLIEST else "latest"
+            raise ConfigError(f"rdkafka option '{_name(key)}': topic {topic!r} cannot start or "
+                              f"end at {word!r} here")
+        if off < -2:
+            raise ConfigError(f"rdkafka option '{_name(key)}': offset of {topic}-{p} must be "
+                              f"an integer >= 0, -2 (earliest) or -1 (latest); got {off!r}")
+        if off < 0 and off not in allow_json:
+            word = "earliest" if off == EARLIEST else "latest"
+            raise ConfigError(f"rdkafka option '{_name(key)}': offset {off} ({word}) of "
+                              f"{topic}-{p} is not allowed here")
+
+    return _partition_map(opts, key, example, check, topic_level=True)
 
 
-def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
-    """Check and parse reading options; ConfigError names the culprit."""
-    opts = _lower(options)
-    what = "stream source" if streaming else "batch source"
-    _check_known(opts, _READ_OPTIONS, what)
-    kafka = _kafka_properties(opts, what)
-
+def _subscription(opts: dict[str, str]
+                  ) -> tuple[str, tuple[str, ...], dict[str, tuple[int, ...]], str | None]:
+    """(strategy, subscribe topics, assign map, subscribePattern) from the options."""
     given = [k for k in ("subscribe", "assign", "subscribepattern") if k in opts]
     if len(given) != 1:
         found = ", ".join(_name(k) for k in given) or "none"
@@ -296,17 +385,30 @@ def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOp
         if not names:
             raise ConfigError("rdkafka option 'subscribe' must list at least one topic "
                               "(comma-separated)")
+
         topics = tuple(dict.fromkeys(_topic_ok(t, "subscribe") for t in names))
     elif strategy == "assign":
         assignment = _parse_assign(opts)
     else:
         pattern = opts["subscribepattern"]
+        if not pattern.strip():
+            raise ConfigError("rdkafka option 'subscribePattern': the pattern to subscribe to "
+                              "is empty")
         try:
             re.compile(pattern)
         except re.error as e:
             raise ConfigError(f"rdkafka option 'subscribePattern': {pattern!r} is not a valid "
                               f"regular expression ({e})") from None
 
+    return strategy, topics, assignment, pattern
+
+
+def _positions(opts: dict[str, str], streaming: bool, strategy: str,
+               assignment: dict[str, tuple[int, ...]]
+               ) -> tuple[str | Offsets | Timestamps, str | Offsets | Timestamps, str]:
+    """(starting, ending, startingOffsetsByTimestampStrategy), with the built-in precedence."""
+    starting: str | Offsets | Timestamps
+    ending: str | Offsets | Timestamps
     if "startingoffsets" in opts:
         starting = _parse_offsets(
             opts, "startingoffsets",
@@ -314,19 +416,79 @@ def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOp
             allow_json=(EARLIEST, LATEST) if streaming else (EARLIEST,))
     else:
         starting = "latest" if streaming else "earliest"
-    if "endingoffsets" in opts:
-        if streaming:
-            raise ConfigError("rdkafka option 'endingOffsets' is for batch queries only "
+    # The built-in precedence: startingTimestamp > startingOffsetsByTimestamp > startingOffsets
+    starting = _parse_timestamps(opts, "startingtimestamp", "startingoffsetsbytimestamp") or starting
+    ending = "latest"
+    for key in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"):
+        if streaming and key in opts:
+            raise ConfigError(f"rdkafka option '{_name(key)}' is for batch queries only "
                               "(a stream has no end); remove it or use spark.read")
+    if "endingoffsets" in opts:
         ending = _parse_offsets(opts, "endingoffsets", allow=("latest",), allow_json=(LATEST,))
-    else:
-        ending = "latest"
-    if isinstance(starting, dict) and strategy == "assign":
-        for t, parts in starting.items():
-            extra = set(parts) - set(assignment.get(t, ()))
-            if extra:
-                raise ConfigError(f"rdkafka option 'startingOffsets' names {t} partitions "
-                                  f"{sorted(extra)} that option 'assign' does not assign")
+    # endingTimestamp > endingOffsetsByTimestamp > endingOffsets
+    ending = _parse_timestamps(opts, "endingtimestamp", "endingoffsetsbytimestamp") or ending
+    strategy_key = "startingoffsetsbytimestampstrategy"
+    by_ts_strategy = opts.get(strategy_key, "error").strip().lower()
+    if by_ts_strategy not in ("error", "latest"):
+        raise ConfigError(f"rdkafka option '{_name(strategy_key)}' must be 'error' or 'latest', "
+                          f"got {opts[strategy_key]!r}")
+    for spec, option in ((starting, "startingOffsets"), (ending, "endingOffsets")):
+        if isinstance(spec, Timestamps):
+            spec = spec.by_partition or {}
+            option += "ByTimestamp"
+        if isinstance(spec, dict) and strategy == "assign":
+            for t, parts in spec.items():
+                if isinstance(parts, int):  # topic-level: whatever is assigned
+                    if t not in assignment:
+                        raise ConfigError(f"rdkafka option '{option}' names topic {t!r}, which "
+                                          "option 'assign' does not assign")
+                    continue
+                extra = set(parts) - set(assignment.get(t, ()))
+                if extra:
+                    raise ConfigError(f"rdkafka option '{option}' names {t} partitions "
+                                      f"{sorted(extra)} that option 'assign' does not assign")
+
+    if isinstance(starting, dict) and isinstance(ending, dict):
+        _check_start_before_end(starting, ending)
+    return starting, ending, by_ts_strategy
+
+
+def _check_start_before_end(starting: Offsets, ending: Offsets) -> None:
+    """Explicit starting offsets after explicit ending ones are refused before any lookup."""
+    for t, parts in starting.items():
+        ends = ending.get(t)
+        if not isinstance(parts, dict) or not isinstance(ends, dict):
+            continue
+        for p, off in parts.items():
+            end = ends.get(p, LATEST)
+            if off >= 0 and end >= 0 and off > end:
+                raise ConfigError(f"rdkafka: the starting offset {off} of {t}-{p} is greater "
+                                  f"than its ending offset {end} (startingOffsets/endingOffsets)")
+
+
+def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
+    """Check and parse reading options; ConfigError names the culprit."""
+    opts = _lower(options)
+    what = "stream source" if streaming else "batch source"
+    _check_known(opts, _READ_OPTIONS, what)
+    kafka = _kafka_properties(opts, what)
+
+    strategy, topics, assignment, pattern = _subscription(opts)
+    starting, ending, by_ts_strategy = _positions(opts, streaming, strategy, assignment)
+    group = _group_id(opts, kafka)
+    if group is not None:
+        kafka["group.id"] = group
+    # One isolation level for the driver's plan and the executors' reads: the built-in
+    # connector's default, read_uncommitted, unless kafka.isolation.level says otherwise.
+    kafka.setdefault("isolation.level", "read_uncommitted")
+    max_rows = _int(opts, "maxoffsetspertrigger", 1)
+    min_rows = _int(opts, "minoffsetspertrigger", 1)
+    if max_rows is not None and min_rows is not None and min_rows > max_rows:
+        raise ConfigError(f"rdkafka option 'minOffsetsPerTrigger' ({min_rows}) must not be "
+                          f"greater than maxOffsetsPerTrigger ({max_rows})")
+    delay = _duration_ms(opts, "maxtriggerdelay")
+    retries = _int(opts, "fetchoffset.numretries", 0)
+    interval = _int(opts, "fetchoffset.retryintervalms", 0)
 
     num_workers = _int(opts, "numworkers", 1) or 1
     worker_slot = _int(opts, "workerslot", 0) or 0
@@ -336,14 +498,36 @@ def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOp
     poll = _int(opts, "kafkaconsumer.polltimeoutms", 1)
     return ReadOptions(
         kafka=kafka, strategy=strategy, topics=topics, assignment=assignment, pattern=pattern,
-        starting=starting, ending=ending,
-        max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", 1),
+        starting=starting, ending=ending, by_timestamp_strategy=by_ts_strategy,
+        max_offsets_per_trigger=max_rows, min_offsets_per_trigger=min_rows,
+        max_trigger_delay_ms=delay if delay is not None else 15 * 60 * 1000,
         min_partitions=_int(opts, "minpartitions", 1),
+        max_records_per_partition=_int(opts, "maxrecordsperpartition", 1),
+        fetch_offset_retries=retries if retries is not None else 3,
+        fetch_offset_retry_interval_ms=interval if interval is not None else 1000,
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         include_headers=_bool(opts, "includeheaders", False),
         poll_timeout_ms=poll if poll is not None else 120_000,
         num_workers=num_workers, worker_slot=worker_slot,
     )
+
+
+def _group_id(opts: dict[str, str], kafka: dict[str, str]) -> str | None:
+    """The handles' group.id: kafka.group.id as given (with the built-in connector's caution),
+    else groupIdPrefix plus a unique suffix when groupIdPrefix is set, else none."""
+    if "group.id" in kafka:
+        if not kafka["group.id"].strip():
+            raise ConfigError("rdkafka option 'kafka.group.id' must not be empty")
+        log.warning("rdkafka: kafka.group.id=%r is used as given (use it with caution, as with "
+                    "the built-in connector); rdkafka only names its handles with it: it never "
+                    "joins the group nor commits offsets to it", kafka["group.id"])
+        return None
+    if "groupidprefix" in opts:
+        prefix = opts["groupidprefix"].strip()
+        if not prefix:
+            raise ConfigError("rdkafka option 'groupIdPrefix' must not be empty")
+        return f"{prefix}-{uuid.uuid4()}"
+    return None
 
 
 def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +26,8 @@ from ..errors import ConfigError, KafkaError, RdkError
 from .options import ReadOptions, split_properties
 from .planner import OffsetRange, Planner, split_ranges
 
-__all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "read_range"]
+__all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "MalformedRecordError",
+           "read_range"]
 
 log = logging.getLogger("rdk.spark")
 
@@ -41,6 +42,11 @@ class DataLossError(RdkError):
     Raised when ``failOnDataLoss`` is true (the default); with ``false`` the missing
     offsets are skipped and a warning is logged.
     """
+
+
+class MalformedRecordError(RdkError):
+    """A record Spark cannot represent (the built-in connector's
+    KAFKA_MALFORMED_RECORD_TIMESTAMP: a timestamp beyond the timestamp type's range)."""
 
 
 def data_loss(opts: ReadOptions, what: str) -> None:
@@ -58,6 +64,7 @@ def consumer_properties(opts: ReadOptions) -> tuple[dict[str, str], dict[str, st
     glob, topic = split_properties(opts.kafka)
     glob = {
         "isolation.level": "read_uncommitted",  # the built-in connector's default
+        "enable.auto.commit": "false",  # a kafka.group.id must never receive commits
         # librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (1 s) once
         # queued.min.messages are buffered; a task drains that in milliseconds
         "fetch.queue.backoff.ms": "10",
@@ -68,9 +75,13 @@ def consumer_properties(opts: ReadOptions) -> tuple[dict[str, str], dict[str, st
     return glob, topic
 
 
-def read_range(opts: ReadOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """Yield the messages of offsets [r.start, r.end) of one partition as RecordBatches."""
-    if r.start >= r.end:
+def read_range(opts: ReadOptions, r: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Yield the messages of offsets [r.start, r.end) of one partition as RecordBatches.
+
+    A plan with no ranges reaches the executors as pyspark's placeholder
+    ``InputPartition(None)``: it holds no rows.
+    """
+    if not isinstance(r, OffsetRange) or r.start >= r.end:
         return
     reader = _RangeReader(opts, r)
     try:
@@ -100,16 +111,18 @@ class _RangeReader:
         r, opts = self.r, self.opts
         self.fetcher.start(r.partition, self.pos)
         idle_since = time.monotonic()
+        stable_end: int | None = None  # where a read_committed fetch last stopped short
         while self.pos < r.end:
             b = self.fetcher.fetch(100)
             if not b.n:
                 if (time.monotonic() - idle_since) * 1000 > opts.poll_timeout_ms:
-                    data_loss(opts, f"offsets [{self.pos}, {r.end}) of {self.name} could not be "
-                                    f"fetched within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
+                    self._timed_out(stable_end)
                     return
                 continue
             idle_since = time.monotonic()
             eof, out_of_range = self._errors(b)
+            if eof is not None and eof < r.end:
+                stable_end = eof
             if b.n_parts:
                 batch = self._records(b)
                 if batch.num_rows:
@@ -119,6 +132,22 @@ class _RangeReader:
                     return
             elif eof is not None and eof >= r.end:
                 return  # the offsets left below r.end hold no records (compaction, markers)
+
+    def _timed_out(self, stable_end: int | None) -> None:
+        opts, r = self.opts, self.r
+        limit = f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}"
+        if stable_end is not None and opts.kafka.get("isolation.level") == "read_committed":
+            # Not lost: behind the last stable offset, held by an open transaction.
+            what = (f"offsets [{max(self.pos, stable_end)}, {r.end}) of {self.name} are behind "
+                    f"the last stable offset {stable_end} (an open transaction holds them; "
+                    "kafka.isolation.level=read_committed reads them once it commits or "
+                    f"aborts) and could not be read {limit}")
+            if opts.fail_on_data_loss:
+                raise DataLossError(f"{what}. To skip them and go on, set the option "
+                                    "failOnDataLoss to 'false'.")
+            log.warning("rdkafka: %s; skipped (failOnDataLoss=false)", what)
+            return
+        data_loss(opts, f"offsets [{self.pos}, {r.end}) of {self.name} could not be fetched {limit}")
 
     def _errors(self, b: Any) -> tuple[int | None, bool]:
         """(offset of the batch's end-of-partition event or None, whether the fetch went out
@@ -144,7 +173,10 @@ class _RangeReader:
             if lo > self.pos:
                 data_loss(self.opts, f"offsets [{self.pos}, {min(lo, first)}) of {self.name} are "
                                      f"gone (the earliest offset is now {lo})")
-        batch = record_batch(b, r.topic, self.opts.include_headers)
+        try:
+            batch = record_batch(b, r.topic, self.opts.include_headers)
+        except ValueError as e:  # a malformed record timestamp
+            raise MalformedRecordError(f"rdkafka: {self.name} offsets [{first}, {last}]: {e}") from None
         if b.n_errors:
             batch = batch.filter(error_mask(b))
         if last >= r.end:
@@ -196,9 +228,14 @@ class KafkaBatchReader(DataSourceReader):
                 raise ConfigError(f"rdkafka: for {name} the starting offset {starts[tp]} is after "
                                   f"the ending offset {ends[tp]} (startingOffsets/endingOffsets)")
             if ends[tp] > marks[tp][1]:
+                end = f"the end of the partition ({marks[tp][1]})"
+                if planner.read_committed:
+                    end = (f"the last stable offset ({marks[tp][1]}): with "
+                           "kafka.isolation.level=read_committed the offsets behind it belong to "
+                           "an open transaction")
                 raise ConfigError(f"rdkafka option 'endingOffsets': {ends[tp]} for {name} is past "
-                                  f"the end of the partition ({marks[tp][1]}); use -1 for latest")
-        return split_ranges(starts, ends, opts.min_partitions)
+                                  f"{end}; use -1 for latest")
+        return split_ranges(starts, ends, opts.min_partitions, opts.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(self.opts, cast(OffsetRange, partition))
+        return read_range(self.opts, partition)

@@ -36,9 +36,11 @@ class KafkaDataSource(DataSource):
 
     Options are those of Spark's built-in Kafka connector (``kafka.bootstrap.servers``,
     ``subscribe`` / ``assign`` / ``subscribePattern``, ``startingOffsets``,
-    ``endingOffsets``, ``maxOffsetsPerTrigger``, ``minPartitions``, ``failOnDataLoss``,
+    ``endingOffsets``, the timestamp options, ``maxOffsetsPerTrigger``,
+    ``minOffsetsPerTrigger``, ``maxTriggerDelay``, ``minPartitions``,
+    ``maxRecordsPerPartition``, ``failOnDataLoss``, ``fetchOffset.*``, ``groupIdPrefix``,
     ``includeHeaders``, ``topic``, any ``kafka.*`` librdkafka property) plus rdk's
-    ``numWorkers`` / ``workerSlot``.
+    ``numWorkers`` / ``workerSlot``; see :mod:`rdk.spark.options`.
     """
 
     @classmethod

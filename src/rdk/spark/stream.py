@@ -4,15 +4,22 @@ Offsets are JSON ``{topic: {partition: nextOffset}}`` (Spark keeps them in the q
 checkpoint, so a restart resumes exactly there; no offset files are used). Each
 micro-batch reads [start, end) of every partition with ``read_range``, as batch reads do.
 ``maxOffsetsPerTrigger`` is Spark's ReadLimit (``ReadMaxRows``), shared between partitions
-in proportion to their backlog; Trigger.AvailableNow reads up to the offsets that were
-latest when the query started. Partitions that appear later are read from the earliest.
+in proportion to their backlog; ``minOffsetsPerTrigger`` is ``ReadMinRows``: a micro-batch
+waits until that many offsets are available or ``maxTriggerDelay`` has passed since the last
+one (pyspark's ReadMinRows carries no delay, so the source keeps the time itself).
+Trigger.AvailableNow reads up to the offsets that were latest when the query started and
+never waits for minOffsetsPerTrigger. Partitions that appear later are read from the
+earliest. An end offset below the start (startingOffsets past the end, a re-created topic)
+is data loss, as in the built-in connector: the query fails, or with failOnDataLoss=false
+the stream goes on from the partition's current end.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Iterator, Mapping
-from typing import cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -20,14 +27,21 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
 from .options import ReadOptions
 from .planner import TP, OffsetRange, Planner, split_ranges
-from .reader import data_loss, read_range
+from .reader import DataLossError, data_loss, read_range
 
-__all__ = ["KafkaStreamReader", "offsets_from_json", "offsets_to_json", "rate_limit"]
+__all__ = [
+    "KafkaStreamReader",
+    "offsets_behind_latest",
+    "offsets_from_json",
+    "offsets_to_json",
+    "rate_limit",
+]
 
 log = logging.getLogger("rdk.spark")
 
@@ -46,7 +60,8 @@ def offsets_from_json(value: Mapping | None) -> dict[TP, int]:
 
 def rate_limit(begin: Mapping[TP, int], available: Mapping[TP, int], max_rows: int) -> dict[TP, int]:
     """Ends that admit at most ``max_rows`` offsets in total, shared in proportion to each
-    partition's backlog (largest remainders get the leftover rows)."""
+    partition's backlog (largest remainders get the leftover rows). A partition whose
+    available end is below its start keeps that end (the caller reports the data loss)."""
     lag = {tp: available[tp] - begin[tp] for tp in available if available[tp] > begin[tp]}
     total = sum(lag.values())
     if total <= max_rows:
@@ -55,7 +70,35 @@ def rate_limit(begin: Mapping[TP, int], available: Mapping[TP, int], max_rows: i
     left = max_rows - sum(share.values())
     for tp in sorted(lag, key=lambda tp: (-(lag[tp] * max_rows % total), tp))[:left]:
         share[tp] += 1
-    return {tp: begin[tp] + share.get(tp, 0) for tp in available}
+    return {tp: begin[tp] + share.get(tp, 0) if available[tp] >= begin[tp] else available[tp]
+            for tp in available}
+
+
+def offsets_behind_latest(source: object) -> dict[str, float] | None:
+    """The built-in connector's ``minOffsetsBehindLatest`` / ``maxOffsetsBehindLatest`` /
+    ``avgOffsetsBehindLatest`` for one source of a query progress
+    (``query.lastProgress.sources[i]``, or its dict form), computed from its ``endOffset``
+    and ``latestOffset``: pyspark's Python sources cannot add metrics to the progress
+    themselves. None when the source reported no latest offset."""
+    def field(name: str) -> object:
+        if isinstance(source, Mapping):
+            return source.get(name)
+        return getattr(source, name, None)
+
+    def load(v: object) -> dict[TP, int]:
+        value = json.loads(v) if isinstance(v, str) else v
+        return offsets_from_json(value if isinstance(value, Mapping) else None)
+
+    latest = field("latestOffset")
+    if not latest or latest == "null":
+        return None
+    end = load(field("endOffset") or "{}")
+    behind = [max(0, off - end.get(tp, off)) for tp, off in load(latest).items()]
+    if not behind:
+        return None
+    return {"minOffsetsBehindLatest": float(min(behind)),
+            "maxOffsetsBehindLatest": float(max(behind)),
+            "avgOffsetsBehindLatest": sum(behind) / len(behind)}
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -65,6 +108,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self._planner: Planner | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow's last offsets
+        self._latest: dict[TP, int] | None = None  # for reportLatestOffset
+        # time.monotonic() of the last micro-batch minOffsetsPerTrigger let go (None: the
+        # first one always goes, as in the built-in connector)
+        self._last_trigger: float | None = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -84,8 +131,50 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(planner.resolve(self.opts.starting, tps, "startingOffsets"))
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.opts.max_offsets_per_trigger
+        """ReadMinRows for minOffsetsPerTrigger (maxOffsetsPerTrigger then applies too: the
+        Python API has no composite limit), else ReadMaxRows, else ReadAllAvailable."""
+        o = self.opts
+        if o.min_offsets_per_trigger:
+            return ReadMinRows(o.min_offsets_per_trigger)
+        n = o.max_offsets_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def _check_target(self, marks: Mapping[TP, tuple[int, int]]) -> None:
+        """Trigger.AvailableNow cannot reach offsets that vanished since it started (a topic
+        deleted, re-created smaller or with fewer partitions): fail whatever failOnDataLoss
+        says, as the built-in connector does, rather than end early or never."""
+        target = self._target or {}
+        lost = sorted(tp for tp in target if tp not in marks)
+        if lost:
+            raise DataLossError(
+                "rdkafka: Trigger.AvailableNow: partitions of its target are gone while the "
+                f"query ran: {', '.join(f'{t}-{p}' for t, p in lost)} (target partitions: "
+                f"{len(target)}, now: {len(marks)}); was a topic deleted or re-created?")
+        short = sorted(tp for tp in target if marks[tp][1] < target[tp])
+        if short:
+            raise DataLossError(
+                "rdkafka: Trigger.AvailableNow: the latest offset of "
+                + ", ".join(f"{t}-{p} is {marks[(t, p)][1]}, below its target {target[(t, p)]}"
+                            for t, p in short)
+                + "; was a topic deleted or re-created?")
+
+    def reportLatestOffset(self) -> dict | None:
+        """The latest offsets the last latestOffset call saw (the query progress's
+        ``latestOffset``), as the built-in connector reports them."""
+        return offsets_to_json(self._latest) if self._latest is not None else None
+
+    def _delay(self, begin: Mapping[TP, int], available: Mapping[TP, int], min_rows: int) -> bool:
+        """minOffsetsPerTrigger / maxTriggerDelay: whether this micro-batch waits."""
+        now = time.monotonic()
+        last = self._last_trigger
+        if last is None or (now - last) * 1000 >= self.opts.max_trigger_delay_ms:
+            self._last_trigger = now
+            return False
+        new = sum(max(0, available[tp] - begin[tp]) for tp in available)
+        if new < min_rows:
+            return True
+        self._last_trigger = now
+        return False
 
     def prepareForTriggerAvailableNow(self) -> None:
         planner = self.planner
@@ -97,18 +186,28 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planner = self.planner
         tps = planner.topic_partitions(missing_ok=True)
         marks = planner.watermarks(tps)
+        if self._target is not None:
+            self._check_target(marks)
         available: dict[TP, int] = {}
         for tp in tps:
             low, high = marks[tp]
             if tp not in begin:  # a partition that appeared: read it from the earliest
                 begin[tp] = low
             if self._target is not None:
-                high = min(high, self._target.get(tp, begin[tp]))
-            available[tp] = max(high, begin[tp])
+                high = min(high, max(self._target.get(tp, begin[tp]), begin[tp]))
+            available[tp] = high
+        self._latest = {**begin, **{tp: hi for tp, (_, hi) in marks.items()}}
+        max_rows = None
         if isinstance(limit, ReadMaxRows):
-            available = rate_limit(begin, available, limit.max_rows)
+            max_rows = limit.max_rows
+        elif isinstance(limit, ReadMinRows):
+            if self._target is None and self._delay(begin, available, limit.min_rows):
+                return start
+            max_rows = self.opts.max_offsets_per_trigger
         elif not isinstance(limit, ReadAllAvailable):
             raise TypeError(f"rdkafka: unsupported read limit {limit!r}")
+        if max_rows:
+            available = rate_limit(begin, available, max_rows)
         end = {**begin, **available}  # partitions no longer listed keep their offsets
         if end == offsets_from_json(start):
             return start
@@ -122,13 +221,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin.update(self.planner.resolve("earliest", new, "startingOffsets"))
         for tp in list(until):
             if until[tp] < begin[tp]:
-                data_loss(self.opts, f"{tp[0]}-{tp[1]} went back from offset {begin[tp]} to "
-                                     f"{until[tp]}")
+                data_loss(self.opts, f"the offset of {tp[0]}-{tp[1]} went back from "
+                                     f"{begin[tp]} to {until[tp]} (a starting offset past the "
+                                     "end of the partition, or the topic was re-created); "
+                                     "some data may have been missed")
                 until[tp] = begin[tp]
-        return split_ranges(begin, until, self.opts.min_partitions)
+        return split_ranges(begin, until, self.opts.min_partitions,
+                            self.opts.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(self.opts, cast(OffsetRange, partition))
+        return read_range(self.opts, partition)
 
     def commit(self, end: dict) -> None:
         """Spark's checkpoint holds the progress; nothing is committed to Kafka."""

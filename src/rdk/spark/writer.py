@@ -145,13 +145,10 @@ class _TaskProducer:
         if topic_col is None and (part_col is None or part_col.null_count == n):
             self._send(self.opts.topic, None, payloads)
             return
-        topics = topic_col.to_pylist() if topic_col is not None else repeat(self.opts.topic)
-        parts = part_col.to_pylist() if part_col is not None else repeat(None)
-        groups: dict[tuple[str | None, int | None], list[int]] = {}
-        for row, where in enumerate(zip(topics, parts, strict=False)):  # one may be repeat()
-            groups.setdefault(where, []).append(row)
-        for (topic, part), rows in groups.items():
-            self._send(topic, part, [payloads[i] for i in rows])
+        topics = topic_col.to_pylist() if topic_col is not None else [self.opts.topic] * n
+        parts = part_col.to_pylist() if part_col is not None else [None] * n
+        for topic, partition, rows in _send_order(topics, parts):
+            self._send(topic, partition, [payloads[i] for i in rows])
 
     def _send(self, topic: str | None, partition: int | None, payloads: list) -> None:
         if topic is None:
@@ -186,6 +183,40 @@ class _TaskProducer:
             self.producer.stop(0)
         except Exception:  # pragma: no cover - already failing
             log.exception("rdkafka sink: closing the producer")
+
+
+def _send_order(topics: list[str | None], parts: list[int | None]
+                ) -> list[tuple[str | None, int | None, list[int]]]:
+    """(topic, partition, row numbers) groups to send in turn, so that rows bound for one
+    partition keep the DataFrame's order. Rows of a topic with only explicit (or only null)
+    partitions are grouped per partition; where a topic mixes explicit and null partitions
+    (null rows may be placed on any partition), its rows go in runs of consecutive rows."""
+    mixed = {t for t, has in _null_and_explicit(topics, parts).items() if has == {True, False}}
+    groups: dict[tuple[str | None, int | None], list[int]] = {}
+    runs: dict[str | None, tuple[int | None, list[int]]] = {}  # a mixed topic's current run
+    out: list[tuple[str | None, int | None, list[int]]] = []
+    for row, (topic, part) in enumerate(zip(topics, parts, strict=True)):
+        if topic in mixed:
+            run = runs.get(topic)
+            if run is None or run[0] != part:
+                run = runs[topic] = (part, [])
+                out.append((topic, part, run[1]))
+            run[1].append(row)
+        else:
+            rows = groups.get((topic, part))
+            if rows is None:
+                rows = groups[(topic, part)] = []
+                out.append((topic, part, rows))
+            rows.append(row)
+    return out
+
+
+def _null_and_explicit(topics: list[str | None], parts: list[int | None]
+                       ) -> dict[str | None, set[bool]]:
+    seen: dict[str | None, set[bool]] = {}
+    for topic, part in zip(topics, parts, strict=True):
+        seen.setdefault(topic, set()).add(part is None)
+    return seen
 
 
 def write_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
