@@ -14,8 +14,14 @@ Contenders, in the same run and the same SparkSession:
 Targets: rdk >= 10 x naive and >= 0.6 x ceiling. The broker is Tansu (started here; the
 mock cluster keeps only ~5 MiB per partition, too little for 100 MB) or ``RDK_BROKERS``.
 
+With ``--master spark://HOST:PORT`` (a standalone cluster, e.g. scripts/spark-cluster.sh
+start's), the same queries run there too, after local mode, and both are reported side by
+side; executors get rdk from the packed environment of README's recipe (``--archive``, or
+scripts/spark-cluster.sh env). The naive way is measured in local mode only: its read is
+on the driver wherever Spark runs.
+
     .venv/bin/python bench/spark_bench.py [--messages 1000000] [--repeat 5] [--warmup 3]
-                                          [--json out.json]
+                                          [--master spark://...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -25,14 +31,21 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from rdk.mock import start_broker
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+# README's client-mode recipe, shared with the main job
+from spark_pipeline import ship_rdk, unpack_for_driver  # noqa: E402
 
 PARTITIONS = 4
 VALUE_SIZE = 100
@@ -139,18 +152,22 @@ def naive_dataframe(spark, bootstrap: str, topic: str, messages: int):
     return spark.createDataFrame(rows, kafka_schema())
 
 
-def start_spark():
-    """The local[2] session every contender runs in, rdkafka and arrow_ceiling registered."""
+def start_spark(master: str = "local[2]", archive: str = ""):
+    """The session every contender runs in, rdkafka and arrow_ceiling registered."""
     from pyspark.sql import SparkSession
 
     import rdk.spark
 
-    spark = (SparkSession.builder.master("local[2]").appName("rdk-spark-bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.driver.memory", "4g")
-             .config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName("rdk-spark-bench")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.driver.memory", "4g")
+               .config("spark.ui.showConsoleProgress", "false"))
+    if master.startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        builder = ship_rdk(builder, master, archive)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     rdk.spark.register(spark)
     spark.dataSource.register(CeilingSource)
@@ -240,40 +257,73 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-naive", action="store_true", help="leave out the slow naive way")
     ap.add_argument("--warmup", type=int, default=3,
                     help="untimed rounds of both queries per contender first (default 3)")
+    ap.add_argument("--master", help="also run on this standalone cluster (spark://HOST:PORT), "
+                                     "after local[2]")
+    ap.add_argument("--archive", help="with --master: the packed environment to ship "
+                                      "(default: scripts/spark-cluster.sh env builds it)")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
     topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
-    with start_broker(os.environ.get("RDK_BROKERS") or "tansu", {topic: PARTITIONS}) as broker:
+    masters = ["local[2]"] + ([args.master] if args.master else [])
+    by_master: dict[str, dict] = {}
+    cwd = os.getcwd()
+    with start_broker(os.environ.get("RDK_BROKERS") or "tansu", {topic: PARTITIONS}) as broker, \
+            tempfile.TemporaryDirectory(prefix="rdk-bench-") as workdir:
         bootstrap = broker.bootstrap_servers
         secs = produce(bootstrap, topic, args.messages)
         print(f"produced {args.messages:,} x {VALUE_SIZE} B into {PARTITIONS} partitions "
               f"of {topic} on {bootstrap} in {secs:.1f} s", flush=True)
-        spark = start_spark()
+        archive = unpack_for_driver(args.archive, workdir) if args.master else ""
         try:
-            def rdk_df():
-                return (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
-                        .option("subscribe", topic).load())
-
-            def ceiling_df():
-                return (spark.read.format("arrow_ceiling").option("rows", args.messages)
-                        .option("partitions", PARTITIONS).load())
-
-            keys = min(KEYS, args.messages // PARTITIONS)  # each partition cycles through the keys
-            results = time_sources({"ceiling": ceiling_df, "rdk": rdk_df}, args, keys)
-            if not args.skip_naive:
-                results["naive"] = time_naive(spark, bootstrap, topic, args, keys)
-            report(results, args.messages)
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump({"messages": args.messages, "partitions": PARTITIONS,
-                               "value_size": VALUE_SIZE,
-                               "broker": "tansu" if broker.kind == "tansu" else bootstrap,
-                               "results": results}, f, indent=2)
+            for master in masters:
+                print(f"\n== {master}", flush=True)
+                spark = start_spark(master, archive)
+                try:
+                    by_master[master] = run_contenders(spark, bootstrap, topic, args,
+                                                       naive=master.startswith("local"))
+                finally:
+                    spark.stop()
         finally:
-            spark.stop()
+            os.chdir(cwd)
+    if len(by_master) > 1:
+        side_by_side(by_master, args.messages)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"messages": args.messages, "partitions": PARTITIONS,
+                       "value_size": VALUE_SIZE,
+                       "broker": "tansu" if broker.kind == "tansu" else bootstrap,
+                       "results": by_master["local[2]"],
+                       "masters": by_master}, f, indent=2)
     return 0
+
+
+def run_contenders(spark, bootstrap: str, topic: str, args: argparse.Namespace,
+                   naive: bool) -> dict[str, dict[str, float]]:
+    def rdk_df():
+        return (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", topic).load())
+
+    def ceiling_df():
+        return (spark.read.format("arrow_ceiling").option("rows", args.messages)
+                .option("partitions", PARTITIONS).load())
+
+    keys = min(KEYS, args.messages // PARTITIONS)  # each partition cycles through the keys
+    results = time_sources({"ceiling": ceiling_df, "rdk": rdk_df}, args, keys)
+    if naive and not args.skip_naive:
+        results["naive"] = time_naive(spark, bootstrap, topic, args, keys)
+    report(results, args.messages)
+    return results
+
+
+def side_by_side(by_master: dict[str, dict], n: int) -> None:
+    """rows/s of each contender under each master, one line each."""
+    print(f"\n{'master':26} {'contender':10} {'count rows/s':>14} {'groupBy rows/s':>15} "
+          f"{'count+groupBy rows/s':>22} {'vs ceiling':>11}")
+    for master, results in by_master.items():
+        for name, r in results.items():
+            ratio = results["ceiling"]["both_s"] / r["both_s"]
+            print(f"{master:26} {name:10} {n / r['count_s']:>14,.0f} {n / r['groupby_s']:>15,.0f} "
+                  f"{n / r['both_s']:>22,.0f} {ratio:>10.2f}x")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,13 @@
 5. Results: checks against what was produced, the top users, and the time of each step.
 
     bash scripts/setup.sh && .venv/bin/python examples/spark_pipeline.py [--events N | --million]
+    .venv/bin/python examples/spark_pipeline.py --master "$(scripts/spark-cluster.sh start)"
 
 Without ``RDK_BROKERS`` it starts a Tansu broker (``--broker mock``: librdkafka's mock
 cluster in its own process); the work directory (checkpoints, offset files) is temporary
-unless ``--workdir`` is given.
+unless ``--workdir`` is given. Spark runs in ``local[2]`` unless ``--master`` names a
+standalone cluster: then executors get rdk from the packed environment of README's recipe
+(``scripts/spark-cluster.sh env``, or ``--archive``), shipped with ``spark.archives``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -41,6 +45,7 @@ console = Console(highlight=False)
 
 PAGES = 50
 STEP_TIMEOUT = 600.0
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def say(text: str) -> None:
@@ -98,22 +103,53 @@ def produce_clicks(bootstrap: str, topic: str, clicks: ClickStream, count: int) 
 
 
 # ---- 2. Spark batch ------------------------------------------------------------------------
-def spark_session():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+def spark_session(master: str = "local[2]", workdir: str = ".", archive: str | None = None):
     from pyspark.sql import SparkSession
 
     import rdk.spark
 
-    spark = (SparkSession.builder.master("local[2]").appName("rdk-spark-pipeline")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "2g")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName("rdk-spark-pipeline")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", "2g"))
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    else:
+        builder = ship_rdk(builder, master, unpack_for_driver(archive, workdir))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     rdk.spark.register(spark)
     return spark
+
+
+def unpack_for_driver(archive: str | None, workdir: str) -> str:
+    """README's client-mode recipe from inside Python: the driver's JVM starts
+    ./env/bin/python too (the data source's planning), relative to ITS working directory, so
+    the packed environment is unpacked in ``workdir`` and we move there; call this before
+    the first SparkSession starts the JVM. Returns the archive (None: scripts/spark-cluster.sh
+    env builds it from this source tree's wheel, in a venv packed with venv-pack)."""
+    if archive is None:
+        archive = subprocess.run(["bash", str(ROOT / "scripts" / "spark-cluster.sh"), "env"],
+                                 check=True, stdout=subprocess.PIPE, text=True).stdout.split()[-1]
+    archive = os.path.abspath(archive)
+    local = Path(workdir) / "env"
+    if not (local / "bin" / "python").exists():
+        local.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["tar", "-xzf", archive, "-C", str(local)], check=True)
+    os.chdir(workdir)
+    return archive
+
+
+def ship_rdk(builder, master: str, archive: str):
+    """Executors unpack the packed environment as ./env and run ./env/bin/python."""
+    os.environ["PYSPARK_PYTHON"] = "./env/bin/python"
+    builder = builder.config("spark.archives", f"{archive}#env")
+    if master.split("://")[-1].startswith(("127.", "localhost")):  # keep the driver on loopback
+        builder = (builder.config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1"))
+    return builder
 
 
 def batch_aggregate(spark, bootstrap: str, clicks: str, out_topic: str) -> int:
@@ -224,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--broker", choices=("tansu", "mock"), default="tansu",
                     help="embedded broker when RDK_BROKERS is unset (default tansu)")
     ap.add_argument("--workdir", help="keep checkpoints and offset files here")
+    ap.add_argument("--master", default="local[2]",
+                    help="Spark master (default local[2]); spark://HOST:PORT for a standalone "
+                         "cluster, e.g. scripts/spark-cluster.sh start's")
+    ap.add_argument("--archive", help="on a cluster: the packed environment to ship "
+                                      "(default: scripts/spark-cluster.sh env builds it)")
     args = ap.parse_args(argv)
     if args.events < 1 or args.users < 1 or args.partitions < 2:
         ap.error("--events and --users must be >= 1, --partitions >= 2")
@@ -233,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with ExitStack() as stack:
         workdir = args.workdir or stack.enter_context(tempfile.TemporaryDirectory(prefix="rdk-"))
+        workdir = os.path.abspath(workdir)
         Path(workdir).mkdir(parents=True, exist_ok=True)
+        stack.callback(os.chdir, os.getcwd())  # a cluster's driver works in workdir
         t0 = time.perf_counter()
         kind = "RDK_BROKERS" if os.environ.get("RDK_BROKERS") else args.broker
         partitions = args.partitions
@@ -259,9 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         say("\n[bold]2. Spark batch[/]: read with format('rdkafka'), aggregate per user, "
             "write to the output topic")
         t = time.perf_counter()
-        spark = spark_session()
+        spark = spark_session(args.master, workdir, args.archive)
         stack.callback(spark.stop)
-        say(f"   Spark {spark.version} started in {time.perf_counter() - t:.1f} s")
+        say(f"   Spark {spark.version} on {spark.sparkContext.master} started in "
+            f"{time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
         n_users = batch_aggregate(spark, bootstrap, clicks, aggregates)
         secs = time.perf_counter() - t
