@@ -118,7 +118,7 @@ def _locate_librdkafka() -> dict:
             }
     raise SystemExit(
         "rdk: librdkafka >= 2.10 not found. Run scripts/build-librdkafka.sh "
-        "(builds the pinned 2.12.0 into .deps/librdkafka), or set "
+        "(builds the pinned 2.15.1 into .deps/librdkafka), or set "
         "RDK_LIBRDKAFKA_PREFIX to a prefix holding include/librdkafka and lib/librdkafka.a."
     )
 

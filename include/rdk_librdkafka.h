@@ -1,4 +1,4 @@
-/* The subset of librdkafka 2.12 (rdkafka.h) that rdk calls, grouped by area.
+/* The subset of librdkafka 2.15 (rdkafka.h) that rdk calls, grouped by area.
  * Read by build_ffi.py into ffibuilder.cdef(); the compiler checks every
  * declaration against the real header, so a mismatch fails the build. */
 

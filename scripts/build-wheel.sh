@@ -23,12 +23,13 @@ exec 9>build/wheel.lock
 flock 9  # one build at a time (tests and other users may call this concurrently)
 
 version=$(sed -n 's/^LIBRDKAFKA_VERSION=//p' scripts/build-librdkafka.sh)
+patch_level=$(sed -n 's/^RDK_PATCH_LEVEL=//p' scripts/build-librdkafka.sh)
 if [[ -n ${RDK_LIBRDKAFKA_PREFIX:-} ]]; then
   prefix=$RDK_LIBRDKAFKA_PREFIX
-elif [[ -f .deps/librdkafka/.rdk-build-$version && -f .deps/librdkafka/lib/librdkafka.a ]]; then
+elif [[ -f .deps/librdkafka/.rdk-build-$version-p$patch_level && -f .deps/librdkafka/lib/librdkafka.a ]]; then
   prefix=$root/.deps/librdkafka
 else
-  prefix=$root/build/librdkafka-$version
+  prefix=$root/build/librdkafka-$version-p$patch_level
   RDK_LIBRDKAFKA_PREFIX=$prefix scripts/build-librdkafka.sh >&2
 fi
 [[ -f $prefix/lib/librdkafka.a ]] || { say "no $prefix/lib/librdkafka.a"; exit 1; }

@@ -38,7 +38,7 @@ log = logging.getLogger("rdk")
 
 
 def librdkafka_version() -> str:
-    """The linked librdkafka's version string, e.g. ``"2.12.0"``."""
+    """The linked librdkafka's version string, e.g. ``"2.15.1"``."""
     return ffi.string(lib.rd_kafka_version_str()).decode()
 
 

@@ -113,7 +113,7 @@ def test_version_shows_rdk_librdkafka_and_features(capsys):
     out = capsys.readouterr().out
     assert f"rdk {rdk.__version__}" in out
     assert f"librdkafka {rdk.librdkafka_version()}" in out
-    assert "2.12" in out
+    assert "2.15" in out
     for feature in rdk.features():
         assert feature in out
 

@@ -338,9 +338,6 @@ def test_a_union_of_rate_limited_streams_goes_on_when_one_runs_dry(mock_broker, 
     assert [b for b in batches if b] == [[120, 121, 122, 123, 124]]
 
 
-@pytest.mark.skip(reason="a librdkafka 2.12 handle fetching a topic that Tansu deletes under "
-                         "it can crash in rd_kafka_metadata_cache_find (strcmp on a null topic "
-                         "name), killing the reading Python worker; see SPARK_SUITE.md")
 def test_a_topic_deleted_while_a_task_runs(tansu, new_topic, produce, kafka_reader, tmp_path):
     """KafkaMicroBatchSourceSuite "delete a topic when a Spark job is running": with
     failOnDataLoss=false the query goes on."""

@@ -9,8 +9,8 @@ from rdk.errors import ConfigError, KafkaError
 
 
 def test_librdkafka_is_the_pinned_release():
-    assert rdk.librdkafka_version() == "2.12.0"
-    assert _binding.built_against() == 0x020C00FF
+    assert rdk.librdkafka_version() == "2.15.1"
+    assert _binding.built_against() == 0x020F01FF
 
 
 def test_extension_is_api_mode_and_statically_linked():
