@@ -22,6 +22,8 @@ struct rdk_balancer {
     uint64_t next;      /* round robin */
     int64_t *bytes;     /* least bytes: bytes sent per partition */
     int bytes_cap;
+    int32_t *heap;      /* least bytes: partitions as a min-heap on (bytes, partition) */
+    int heap_n;         /* partitions in the heap (the partition count it was built for) */
     int32_t sticky;     /* sticky: current partition (-1: none yet) */
     int64_t sticky_left, sticky_until_us;
     int sticky_ms, sticky_messages;
@@ -58,7 +60,44 @@ static void rdk_balancer_free(rdk_balancer *b) {
     if (!b) return;
     pthread_mutex_destroy(&b->lock);
     free(b->bytes);
+    free(b->heap);
     free(b);
+}
+
+/* least bytes: a min-heap of partitions ordered by (bytes sent, partition id), so the
+ * choice is the lowest-numbered of the least-loaded partitions, as a linear scan would pick */
+static int rdk_heap_less(const rdk_balancer *b, int32_t x, int32_t y) {
+    return b->bytes[x] < b->bytes[y] || (b->bytes[x] == b->bytes[y] && x < y);
+}
+
+static void rdk_heap_down(rdk_balancer *b, int i) {
+    int32_t *h = b->heap;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < b->heap_n && rdk_heap_less(b, h[l], h[m])) m = l;
+        if (r < b->heap_n && rdk_heap_less(b, h[r], h[m])) m = r;
+        if (m == i) return;
+        int32_t t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
+}
+
+/* (Re)build the heap for partition_cnt partitions (new ones start at 0 bytes). */
+static int rdk_heap_build(rdk_balancer *b, int32_t partition_cnt) {
+    if (b->bytes_cap < partition_cnt) {
+        int64_t *grown = realloc(b->bytes, sizeof(int64_t) * partition_cnt);
+        if (!grown) return -1;
+        memset(grown + b->bytes_cap, 0, sizeof(int64_t) * (partition_cnt - b->bytes_cap));
+        b->bytes = grown;
+        int32_t *heap = realloc(b->heap, sizeof(int32_t) * partition_cnt);
+        if (!heap) return -1;
+        b->heap = heap;
+        b->bytes_cap = partition_cnt;
+    }
+    for (int32_t p = 0; p < partition_cnt; p++) b->heap[p] = p;
+    b->heap_n = partition_cnt;
+    for (int i = partition_cnt / 2 - 1; i >= 0; i--) rdk_heap_down(b, i);
+    return 0;
 }
 
 /* Caller holds b->lock. */
@@ -76,17 +115,12 @@ static int32_t rdk_balancer_pick(rdk_balancer *b, int32_t partition_cnt, size_t 
         b->sticky_left--;
         return b->sticky;
     }
-    if (b->bytes_cap < partition_cnt) {
-        int64_t *grown = realloc(b->bytes, sizeof(int64_t) * partition_cnt);
-        if (!grown) return (int32_t)(b->next++ % (uint64_t)partition_cnt);
-        memset(grown + b->bytes_cap, 0, sizeof(int64_t) * (partition_cnt - b->bytes_cap));
-        b->bytes = grown;
-        b->bytes_cap = partition_cnt;
-    }
-    int32_t best = 0;
-    for (int32_t p = 1; p < partition_cnt; p++)
-        if (b->bytes[p] < b->bytes[best]) best = p;
+    if (b->heap_n != partition_cnt && rdk_heap_build(b, partition_cnt))
+        return (int32_t)(b->next++ % (uint64_t)partition_cnt); /* out of memory: round robin */
+    /* the least-loaded partition is the heap's root: O(log partitions) per message */
+    int32_t best = b->heap[0];
     b->bytes[best] += (int64_t)size;
+    rdk_heap_down(b, 0);
     return best;
 }
 

@@ -88,7 +88,8 @@ def sends(draw):
         hs = draw(headers) if with_headers else []
         ts = draw(st.integers(1, 2**41)) if with_ts else 0
         msgs.append((key, value, hs, ts))
-    partitions = draw(st.integers(1, 4))
+    # up to 40 partitions: least_bytes keeps a heap, which needs a few levels to be tested
+    partitions = draw(st.one_of(st.integers(1, 4), st.integers(5, 40)))
     route = draw(st.sampled_from(["fixed", "round_robin", "least_bytes", "librdkafka"]))
     fixed = draw(st.integers(0, partitions - 1))
     return msgs, with_headers, with_ts, partitions, route, fixed
