@@ -246,6 +246,14 @@ def _wait_for_metadata(bootstrap: str, deadline: float, proc: subprocess.Popen |
         client.close()
 
 
+def _log_text(log: Any) -> str:
+    """What a server wrote to its log file so far ("" once the file is closed)."""
+    if log.closed:
+        return ""
+    log.seek(0)
+    return log.read().decode(errors="replace")
+
+
 def _stop_process(proc: subprocess.Popen, grace: float) -> None:
     """SIGTERM, then SIGKILL if it has not exited within ``grace`` seconds; reaped either way."""
     if proc.poll() is None:
@@ -326,10 +334,7 @@ class S3Server:
         return self._proc.pid if self._proc else None
 
     def output(self) -> str:
-        if self._log.closed:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")
+        return _log_text(self._log)
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
@@ -445,10 +450,7 @@ class TansuBroker(EmbeddedBroker):
         _create_topics(self.bootstrap_servers, {name: partitions})
 
     def output(self) -> str:
-        if self._log.closed:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")
+        return _log_text(self._log)
 
     def close(self) -> None:
         """Stop the broker (and the S3 server of a durable one); idempotent."""
