@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["ConsumerStats", "PartitionStats", "consumer_stats", "send_queue_length"]
+K = TypeVar("K")
+
+__all__ = ["ConsumerStats", "PartitionStats", "consumer_stats", "send_queue_length", "topics_stats"]
 
 
 @dataclass(frozen=True)
@@ -38,17 +40,21 @@ class PartitionStats:
     buffered: int = 0
     fetchq_cnt: int = 0
     fetch_state: str = ""
+    topic: str = ""
 
 
 @dataclass(frozen=True)
 class ConsumerStats:
-    """What a Consumer's ``stats_callback(info)`` receives; sums over this instance's partitions."""
+    """What a Consumer's ``stats_callback(info)`` receives: sums over every partition this
+    instance owns (or was assigned), of every topic; ``partitions`` is the first (or only)
+    topic's, ``topics`` maps each topic to its partitions'."""
 
     waiting_kafka: int
     waiting_local: int
     kafka_log_size: int
     partitions: dict[int, PartitionStats] = field(default_factory=dict)
     rdkafka_stats: dict = field(default_factory=dict, repr=False)
+    topics: dict[str, dict[int, PartitionStats]] = field(default_factory=dict)
 
 
 def _int(d: Mapping[str, Any], key: str, default: int) -> int:
@@ -87,54 +93,81 @@ def consumer_stats(
     """
     buffered = buffered or {}
     next_offsets = next_offsets or {}
+    return topics_stats(
+        stats, [(topic, p) for p in partitions],
+        buffered={(topic, p): n for p, n in buffered.items()},
+        next_offsets={(topic, p): n for p, n in next_offsets.items()},
+        shared_queue=shared_queue, first_topic=topic)
+
+
+def topics_stats(
+    stats: Mapping[str, Any],
+    keys: Iterable[tuple[str, int]],
+    *,
+    buffered: Mapping[tuple[str, int], int] | None = None,
+    next_offsets: Mapping[tuple[str, int], int] | None = None,
+    shared_queue: bool = False,
+    first_topic: str | None = None,
+) -> ConsumerStats:
+    """:func:`consumer_stats` over (topic, partition) ``keys`` of any number of topics: the
+    sums cover them all, ``partitions`` holds ``first_topic``'s and ``topics`` every topic's
+    (a shared queue is counted once across all of them)."""
+    buffered = buffered or {}
+    next_offsets = next_offsets or {}
     rows = []
-    for p in partitions:
-        e = partition_entry(stats, topic, p)
+    for t, p in keys:
+        e = partition_entry(stats, t, p)
         hi = _int(e, "hi_offset", -1)
         lo = _int(e, "lo_offset", -1)
         nxt = _int(e, "next_offset", -1)
         if nxt < 0:
-            nxt = next_offsets.get(p, -1)
+            nxt = next_offsets.get((t, p), -1)
         if nxt < 0 and lo >= 0:
             nxt = lo
         app = _int(e, "app_offset", -1)
         fetchq = max(0, _int(e, "fetchq_cnt", 0))
         ahead = max(0, nxt - app) if nxt >= 0 and app >= 0 else 0
-        rows.append((p, e, hi, lo, nxt, app, fetchq, ahead))
-    queued = {p: fetchq for p, _, _, _, _, _, fetchq, _ in rows}
+        rows.append(((t, p), e, hi, lo, nxt, app, fetchq, ahead))
+    queued = {r[0]: r[6] for r in rows}
     if shared_queue and rows:
         queued = _split(max(r[6] for r in rows), {r[0]: r[7] for r in rows})
-    per: dict[int, PartitionStats] = {}
-    for p, e, hi, lo, nxt, app, fetchq, _ in rows:
-        mine = max(0, int(buffered.get(p, 0)))
+    by_topic: dict[str, dict[int, PartitionStats]] = {}
+    for (t, p), e, hi, lo, nxt, app, fetchq, _ in rows:
+        mine = max(0, int(buffered.get((t, p), 0)))
+        q = queued[(t, p)]
         if shared_queue and app >= 0:
             # librdkafka's next_offset of a paused partition can stay where fetching was,
             # though pause() dropped what was queued: count from what it handed out
-            nxt = app + queued[p]
-        per[p] = PartitionStats(
+            nxt = app + q
+        by_topic.setdefault(t, {})[p] = PartitionStats(
             partition=p,
             waiting_kafka=max(0, hi - nxt) if hi >= 0 and nxt >= 0 else 0,
-            waiting_local=queued[p] + mine,
+            waiting_local=q + mine,
             kafka_log_size=max(0, hi - max(lo, 0)) if hi >= 0 else 0,
             hi_offset=hi,
             lo_offset=lo,
             next_offset=nxt,
             app_offset=app,
-            queued=queued[p],
+            queued=q,
             buffered=mine,
             fetchq_cnt=fetchq,
             fetch_state=str(e.get("fetch_state", "")),
+            topic=t,
         )
+    every = [s for per in by_topic.values() for s in per.values()]
+    if first_topic is None:
+        first_topic = rows[0][0][0] if rows else ""
     return ConsumerStats(
-        waiting_kafka=sum(s.waiting_kafka for s in per.values()),
-        waiting_local=sum(s.waiting_local for s in per.values()),
-        kafka_log_size=sum(s.kafka_log_size for s in per.values()),
-        partitions=per,
+        waiting_kafka=sum(s.waiting_kafka for s in every),
+        waiting_local=sum(s.waiting_local for s in every),
+        kafka_log_size=sum(s.kafka_log_size for s in every),
+        partitions=by_topic.get(first_topic, {}),
         rdkafka_stats=dict(stats),
+        topics=by_topic,
     )
 
 
-def _split(total: int, weights: Mapping[int, int]) -> dict[int, int]:
+def _split(total: int, weights: Mapping[K, int]) -> dict[K, int]:
     """``total`` split in proportion to ``weights`` (evenly if they are all 0), summing exactly."""
     keys = list(weights)
     w = sum(weights.values())

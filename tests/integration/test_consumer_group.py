@@ -207,6 +207,68 @@ def test_rebalance_waits_for_in_flight_batches_and_duplicates_nothing_settled(br
         assert revoked_at.get(p) == (max(mine) if mine else None)
 
 
+def test_a_batch_handed_out_as_the_revoke_begins_is_waited_for(broker, new_topic):
+    """The window between a buffer passing the fence check and its batch being tracked: a
+    revoke whose fence goes up in that window must still wait for the batch (it is held
+    there by a wrapper here), so its messages are committed before the partitions move and
+    the second member delivers none of them again."""
+    topic = new_topic(broker, 4)
+    for p in range(4):
+        produce(broker, topic, p, values(50, prefix=b"a%d-" % p))
+    group = group_name()
+    first_seen, second_seen = Assignments(), Assignments()
+    first, second = Collector(), Collector()
+    c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
+                        on_revoke=first_seen.on_revoke, max_messages_per_callback=10000)
+    c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
+                        max_messages_per_callback=10000)
+    armed, held = threading.Event(), threading.Event()
+    held_partitions: set = set()
+    revoke_seen_while_held: list = []
+    try:
+        c1.start()
+        wait_until(lambda: len(first.messages) >= 200, 30, "the first member's deliveries")
+        wait_until(lambda: committed(broker, group, topic, range(4)) == dict.fromkeys(range(4), 49),
+                   30, "the first phase committed")
+        pipeline = c1._pipeline
+        fences = pipeline._fences
+        convert = pipeline.convert
+
+        def convert_then_hold(filled):  # converted (fence passed), not yet tracked
+            batch = convert(filled)
+            if armed.is_set() and batch is not None and batch.messages and not held.is_set():
+                held_partitions.update(m.partition for m in batch.messages)
+                held.set()
+                wait_until(lambda: any(mark == 2**63 for mark in fences.values()), 30,
+                           "the revoke's fence")
+                # unfixed, the revoke would not wait for this batch: on_revoke would come now
+                with first_seen.cond:
+                    first_seen.cond.wait_for(lambda: first_seen.revoked, 3)
+                    revoke_seen_while_held.extend(first_seen.revoked)
+            return batch
+
+        pipeline.convert = convert_then_hold
+        c1.pause()
+        for p in range(4):  # resumed at once: one fetch brings every partition's messages
+            produce(broker, topic, p, values(50, start=50, prefix=b"a%d-" % p))
+        armed.set()
+        c1.resume()
+        wait_until(held.is_set, 30, "a batch held between the fence check and tracking")
+        c2.start()
+        wait_until(lambda: second_seen.assigned, 60, "the second member's assignment")
+        wait_until(lambda: len({(m.partition, m.offset) for m in first.messages + second.messages})
+                   >= 400, 60, "every message")
+    finally:
+        c2.stop()
+        c1.stop()
+    moved = {p for _t, p in first_seen.revoked[0]}
+    assert moved & held_partitions, (moved, held_partitions)  # the held batch had some of them
+    assert revoke_seen_while_held == [], "the revoke went on without the batch in flight"
+    delivered = [(m.partition, m.offset) for m in first.messages + second.messages]
+    assert sorted(set(delivered)) == sorted((p, o) for p in range(4) for o in range(100))
+    assert len(delivered) == len(set(delivered)), "a settled message was delivered again"
+
+
 def test_pause_holds_across_a_rebalance(broker, new_topic):
     topic = new_topic(broker, 2)
     group = group_name()
@@ -309,11 +371,18 @@ def test_group_reads_a_list_of_topics_and_a_regex(broker, new_topic):
         assert sorted((m.topic, m.partition, m.value) for m in got.messages) == sorted(
             [(a, p, v) for p in range(2) for v in values(15, prefix=b"a")]
             + [(b, 0, v) for v in values(15, prefix=b"b")])
-    # progress is committed per topic-partition
+    # progress is committed per topic-partition; stats cover every assigned topic
     got = Collector()
-    with group_consumer(broker, [a, b], got, group) as c:
+    seen_stats: list = []
+    with group_consumer(broker, [a, b], got, group, stats_callback=seen_stats.append,
+                        driver_options={"statistics.interval.ms": 100}) as c:
         c.start()
         got.wait_for(45)
+        last = wait_until(lambda: next((s for s in reversed(seen_stats) if set(s.topics) == {a, b}
+                                        and s.kafka_log_size == 45), None), 30,
+                          "stats of both topics")
+    assert set(last.topics[a]) == {0, 1} and set(last.topics[b]) == {0}
+    assert last.partitions == last.topics[a]
     assert committed(broker, group, a, [0, 1]) == {0: 14, 1: 14}
     assert committed(broker, group, b, [0]) == {0: 14}
 
@@ -325,10 +394,17 @@ def test_worker_slot_consumer_reads_a_list_of_topics_with_offset_files(broker, n
     for p in range(3):
         produce(broker, b, p, values(20, prefix=b"b"))
     got = Collector()
+    seen_stats: list = []
     with rdk.Consumer(broker.bootstrap_servers, [a, b], tmp_path, got, num_workers=2,
-                      worker_slot=0, max_messages_per_callback=15) as c:
+                      worker_slot=0, max_messages_per_callback=15, stats_callback=seen_stats.append,
+                      driver_options={"statistics.interval.ms": 100}) as c:
         assert c.start() == [(a, 0), (b, 0), (b, 2)]  # p % 2 == 0 of each topic
         got.wait_for(60)
+        # stats cover the slot's partitions of every topic, summed
+        last = wait_until(lambda: next((s for s in reversed(seen_stats)
+                                        if s.kafka_log_size == 60 and s.waiting_kafka == 0), None),
+                          30, "stats of both topics")
+        assert {t: set(ps) for t, ps in last.topics.items()} == {a: {0}, b: {0, 2}}
         c.seek((b, 2), 5)
         got.wait_for(75)
     for batch in got.batches:

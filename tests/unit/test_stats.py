@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdk.stats import consumer_stats, fetch_queue_count, send_queue_length
+from rdk.stats import consumer_stats, fetch_queue_count, send_queue_length, topics_stats
 
 
 def rdkafka_stats(topic, parts, fetchq=0):
@@ -50,6 +50,23 @@ def test_a_shared_fetch_queue_is_counted_once_and_split_by_partition():
     s = rdkafka_stats("t", {0: (-1001, -1001, 0, 9), 1: (-1001, -1001, 0, 9)}, fetchq=7)
     assert sorted(p.queued for p in consumer_stats(s, "t", [0, 1], shared_queue=True)
                   .partitions.values()) == [3, 4]
+
+
+def test_several_topics_are_summed_and_their_shared_queue_counted_once():
+    a = rdkafka_stats("a", {0: (110, 100, 0, 150), 1: (50, 50, 0, 50)}, fetchq=30)
+    b = rdkafka_stats("b", {0: (220, 200, 10, 260)}, fetchq=30)
+    doc = {**a, "topics": {**a["topics"], **b["topics"]}}
+    info = topics_stats(doc, [("a", 0), ("a", 1), ("b", 0)], buffered={("b", 0): 4},
+                        shared_queue=True, first_topic="a")
+    assert set(info.topics) == {"a", "b"} and set(info.topics["a"]) == {0, 1}
+    assert info.partitions is info.topics["a"]
+    pa, pb = info.topics["a"][0], info.topics["b"][0]
+    assert (pa.topic, pb.topic) == ("a", "b")
+    assert (pa.queued, pb.queued) == (10, 20)  # one queue of 30, split by what each fetched
+    assert (info.waiting_kafka, info.waiting_local, info.kafka_log_size) == (40 + 40, 34, 200 + 250)
+    # the one-topic form is the same computation
+    one = consumer_stats(a, "a", [0, 1], shared_queue=True)
+    assert one.partitions == topics_stats(a, [("a", 0), ("a", 1)], shared_queue=True).partitions
 
 
 def test_waiting_kafka_is_floored_at_zero():

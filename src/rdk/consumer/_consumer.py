@@ -795,10 +795,9 @@ class Consumer:
                 prev = None
             if self._error is not None:
                 raise self._error
-            batch = self._next_batch(timeout)
+            batch = self._next_batch(timeout)  # (tracked already)
             if batch is None:
                 return
-            self._tracker.add(batch)
             prev = batch
             yield batch
 
@@ -819,7 +818,7 @@ class Consumer:
                 self._running.wait(left)
                 continue
             try:
-                batch = pipeline.convert(pipeline.wait_filled(left))
+                batch = pipeline.hand_out(pipeline.wait_filled(left), self._tracker.add)
             except queue.Empty:
                 continue
             if batch is None or batch.messages:
@@ -827,14 +826,23 @@ class Consumer:
 
     # ---- stats and errors ------------------------------------------------------------
     def _on_stats(self, rdkafka_stats: dict) -> None:
-        owned, pipeline = self.partitions, self._pipeline
-        expected = pipeline.expected if pipeline is not None else None
-        info = stats.consumer_stats(
-            rdkafka_stats, self.topic, owned,
-            buffered=pipeline.buffered(owned) if pipeline is not None else {},
-            next_offsets={p: int(expected[p]) for p in owned} if expected is not None else None,
-            shared_queue=True,
-        )
+        pipeline = self._pipeline
+        if self._member is not None or self._multi_topic:  # every assigned/owned topic
+            keys = self.assignment
+            info = stats.topics_stats(
+                rdkafka_stats, keys,
+                buffered=pipeline.buffered_keys(keys) if pipeline is not None else None,
+                next_offsets=pipeline.next_offsets(keys) if pipeline is not None else None,
+                shared_queue=True, first_topic=self.topics[0] if self.topics else None)
+        else:
+            owned = self.partitions
+            expected = pipeline.expected if pipeline is not None else None
+            info = stats.consumer_stats(
+                rdkafka_stats, self.topic, owned,
+                buffered=pipeline.buffered(owned) if pipeline is not None else {},
+                next_offsets={p: int(expected[p]) for p in owned} if expected is not None else None,
+                shared_queue=True,
+            )
         self.last_stats = info
         if self._stats_callback is None:
             return

@@ -86,13 +86,12 @@ class DeliveryThread:
                     return
             if stopping.is_set():
                 return
-            batch = pipeline.convert(filled)
+            batch = pipeline.hand_out(filled, self.tracker.add)
             if batch is None:
                 return
             if not batch.messages:  # all of it was of partitions revoked or sought meanwhile
                 self._in_flight.release()
                 continue
-            self.tracker.add(batch)
             self._dispatch(batch)
 
     def _dispatch(self, batch: Batch) -> None:

@@ -166,6 +166,8 @@ class FetchPipeline:
         self._seq = 0  # number of the current (or next) fetch call
         self._fences: dict[tuple[str, int], int] = {}  # (topic, partition) -> first fetch number kept
         self._fence_lock = threading.Lock()
+        # held from a buffer's fence check to its batch being tracked (see hand_out)
+        self._handout_lock = threading.Lock()
         self._pool = _BufferPool(max_messages, stopping, running)
         self._fetcher: Any = fetcher if fetcher is not None else Fetcher(client, topic, max_messages)
 
@@ -215,7 +217,13 @@ class FetchPipeline:
             with self._fence_lock:
                 for key in keys:
                     self._fences[key] = mark
-            return then() if then is not None else None
+            result = then() if then is not None else None
+        if not keep_new:
+            # a batch that passed the fence check before the fence went up is tracked once
+            # this lock is free: a revoke then waits for it to settle like any in flight
+            with self._handout_lock:
+                pass
+        return result
 
     def count_key(self, topic: str, partition: int) -> Any:
         """The key of ``fetched``/``handed``."""
@@ -313,6 +321,19 @@ class FetchPipeline:
             else:
                 self.logger.warning("consumer of %s: %s", self.topic, err)
 
+    def buffered_keys(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """:meth:`buffered` for (topic, partition) keys of any topic."""
+        fetched, handed, key = self.fetched, self.handed, self.count_key
+        return {(t, p): fetched.get(key(t, p), 0) - handed.get(key(t, p), 0) for t, p in keys}
+
+    def next_offsets(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The next offset of each (topic, partition) (-1: unknown), read without growing."""
+        out = {}
+        for t, p in keys:
+            arr, n = self._expected.get(t, (None, 0))
+            out[(t, p)] = int(arr[p]) if p < n else -1
+        return out
+
     # ---- the consuming side ------------------------------------------------------------
     def wait_filled(self, timeout: float) -> Filled:
         """The next filled buffer; raises queue.Empty after ``timeout`` seconds. A buffer
@@ -346,6 +367,16 @@ class FetchPipeline:
         for p, _first, _last, count in parts:
             key = self.count_key(topic, p)
             fetched[key] = fetched.get(key, 0) - count
+
+    def hand_out(self, filled: Filled, track: Callable[[Batch], Any]) -> Batch | None:
+        """:meth:`convert`, then ``track(batch)`` (the settlement tracker's ``add``) if any
+        message is left, as one step: a revoke's fence either drops the buffer's messages
+        of its partitions or finds their batch tracked, never neither."""
+        with self._handout_lock:
+            batch = self.convert(filled)
+            if batch is not None and batch.messages:
+                track(batch)
+        return batch
 
     def convert(self, filled: Filled) -> Batch | None:
         """A filled buffer as a Batch of Messages; the buffer goes back to the pool.
