@@ -36,7 +36,7 @@ from . import _binding
 from ._binding import check, lib
 from ._partitions import partition_list, partition_list_offsets
 from .errors import LockedError, OffsetFileError
-from .validate import check_broker, check_int, check_options, check_timeout, check_topic_name
+from .validate import check_broker, check_int, check_options, check_topic_name, check_wait
 
 __all__ = [
     "BrokerOffsetStore",
@@ -526,9 +526,8 @@ class BrokerOffsetStore:
         if not group_id:
             raise ValueError("group_id must not be empty")
         self.group_id = group_id
-        self.timeout = check_timeout(timeout)
-        if not self.timeout <= 2_000_000:  # librdkafka takes int milliseconds
-            raise ValueError(f"timeout must be a finite number of seconds <= 2000000, got {timeout}")
+        # librdkafka takes int milliseconds: inf (or more) waits 2,000,000 s, i.e. no limit
+        self.timeout = check_wait(timeout, "timeout", 2_000_000)
         self._client: _binding.Client | None = None
         self.topic: str | None = None
         if broker is not None or topic is not None:
@@ -590,6 +589,10 @@ class BrokerOffsetStore:
 
 
 # ---- committer ---------------------------------------------------------------------
+
+
+#: a group's commit refused while it rebalances: expected, retried (logged at INFO)
+REBALANCE_ERRORS = frozenset({"REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
 
 
 class OffsetCommitter:
@@ -663,7 +666,11 @@ class OffsetCommitter:
                 ok = True
             except Exception as e:  # noqa: BLE001 - keep the values and retry; never lose the thread
                 self.last_error = e
-                self.logger.error("could not store offsets %s: %s (will retry)", batch, e)
+                if getattr(e, "name", None) in REBALANCE_ERRORS:  # a group commit mid-rebalance
+                    self.logger.info("offsets %s not committed during a rebalance: %s (will "
+                                     "retry)", batch, e)
+                else:
+                    self.logger.error("could not store offsets %s: %s (will retry)", batch, e)
             self._gap = self._next_gap(time.thread_time() - cpu)
             with cond:
                 self._writing = False

@@ -245,6 +245,34 @@ def test_committer_retries_a_failed_commit_and_reports_it(caplog):
         c.close(5)
 
 
+def test_committer_logs_a_group_commit_refused_mid_rebalance_at_info(caplog):
+    """ILLEGAL_GENERATION / REBALANCE_IN_PROGRESS are a rebalance's expected refusals: retried,
+    logged at INFO, not ERROR; any other failure stays an ERROR."""
+    from rdk._binding import ERROR_CODES
+    from rdk.errors import KafkaError
+
+    class RebalancingStore(GatedStore):
+        def commit(self, values):
+            if self.fail:
+                self.fail -= 1
+                raise KafkaError(ERROR_CODES["REBALANCE_IN_PROGRESS"], "the group is rebalancing")
+            self.calls.append(dict(values))
+
+    store = RebalancingStore()
+    store.fail = 1
+    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c.RETRY_SECONDS = 0.01
+    caplog.set_level("INFO")
+    try:
+        c.record({0: 4})
+        assert c.flush(5)
+        assert store.calls == [{0: 4}]
+        records = [r for r in caplog.records if "REBALANCE_IN_PROGRESS" in r.getMessage()]
+        assert [r.levelname for r in records] == ["INFO"]
+    finally:
+        c.close(5)
+
+
 def test_committer_close_gives_up_on_time_when_the_store_hangs():
     store = GatedStore()
     c = OffsetCommitter(store, offsets.logging.getLogger("test"))
