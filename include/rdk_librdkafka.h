@@ -16,6 +16,8 @@ typedef struct rd_kafka_DeleteTopic_s rd_kafka_DeleteTopic_t;
 typedef struct rd_kafka_AdminOptions_s rd_kafka_AdminOptions_t;
 typedef struct rd_kafka_CreateTopics_result_s rd_kafka_CreateTopics_result_t;
 typedef struct rd_kafka_DeleteTopics_result_s rd_kafka_DeleteTopics_result_t;
+typedef struct rd_kafka_CreatePartitions_result_s rd_kafka_CreatePartitions_result_t;
+typedef struct rd_kafka_NewPartitions_s rd_kafka_NewPartitions_t;
 typedef struct rd_kafka_error_s rd_kafka_error_t;
 typedef struct rd_kafka_consumer_group_metadata_s rd_kafka_consumer_group_metadata_t;
 
@@ -281,6 +283,17 @@ void rd_kafka_DeleteTopics(rd_kafka_t *rk, rd_kafka_DeleteTopic_t **del_topics,
 const rd_kafka_DeleteTopics_result_t *rd_kafka_event_DeleteTopics_result(rd_kafka_event_t *rkev);
 const rd_kafka_topic_result_t **rd_kafka_DeleteTopics_result_topics(
     const rd_kafka_DeleteTopics_result_t *result, size_t *cntp);
+
+rd_kafka_NewPartitions_t *rd_kafka_NewPartitions_new(const char *topic, size_t new_total_cnt,
+                                                     char *errstr, size_t errstr_size);
+void rd_kafka_NewPartitions_destroy(rd_kafka_NewPartitions_t *new_parts);
+void rd_kafka_CreatePartitions(rd_kafka_t *rk, rd_kafka_NewPartitions_t **new_parts,
+                               size_t new_parts_cnt, const rd_kafka_AdminOptions_t *options,
+                               rd_kafka_queue_t *rkqu);
+const rd_kafka_CreatePartitions_result_t *rd_kafka_event_CreatePartitions_result(
+    rd_kafka_event_t *rkev);
+const rd_kafka_topic_result_t **rd_kafka_CreatePartitions_result_topics(
+    const rd_kafka_CreatePartitions_result_t *result, size_t *cntp);
 
 rd_kafka_resp_err_t rd_kafka_topic_result_error(const rd_kafka_topic_result_t *topicres);
 const char *rd_kafka_topic_result_error_string(const rd_kafka_topic_result_t *topicres);

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from . import _binding, _partitions
 from ._binding import ERROR_CODES, PartitionMetadata, TopicMetadata, check, ffi, lib
 from .errors import KafkaError
-from .validate import check_broker, check_int, check_options, check_timeout, check_topic_name
+from .validate import check_broker, check_int, check_options, check_topic_name, check_wait
 
 __all__ = ["Admin", "PartitionMetadata", "TopicMetadata"]
 
@@ -17,7 +17,7 @@ class _TopicOp(NamedTuple):
     """One of librdkafka's topic admin requests and how to read its result."""
 
     array_type: str  # cdata type of the request objects' array
-    request: Callable[..., None]  # rd_kafka_CreateTopics / rd_kafka_DeleteTopics
+    request: Callable[..., None]  # rd_kafka_CreateTopics / DeleteTopics / CreatePartitions
     result: Callable[[Any], Any]  # event -> *_result_t
     topics: Callable[[Any, Any], Any]  # (*_result_t, size_t *) -> rd_kafka_topic_result_t **
 
@@ -26,6 +26,9 @@ _CREATE = _TopicOp("rd_kafka_NewTopic_t *[]", lib.rd_kafka_CreateTopics,
                    lib.rd_kafka_event_CreateTopics_result, lib.rd_kafka_CreateTopics_result_topics)
 _DELETE = _TopicOp("rd_kafka_DeleteTopic_t *[]", lib.rd_kafka_DeleteTopics,
                    lib.rd_kafka_event_DeleteTopics_result, lib.rd_kafka_DeleteTopics_result_topics)
+_PARTITIONS = _TopicOp("rd_kafka_NewPartitions_t *[]", lib.rd_kafka_CreatePartitions,
+                       lib.rd_kafka_event_CreatePartitions_result,
+                       lib.rd_kafka_CreatePartitions_result_topics)
 
 
 # librdkafka takes timeouts as int milliseconds (and rdk waits 2 s longer for the answer)
@@ -33,12 +36,9 @@ MAX_TIMEOUT = 2_000_000.0
 
 
 def _check_timeout(value: Any, name: str = "timeout") -> float:
-    """A finite number of seconds in 0..MAX_TIMEOUT (about 23 days); ValueError naming it."""
-    seconds = check_timeout(value, name)
-    if not seconds <= MAX_TIMEOUT:
-        raise ValueError(f"{name} must be a finite number of seconds <= {MAX_TIMEOUT:g} "
-                         f"(librdkafka takes int milliseconds), got {value}")
-    return seconds
+    """Seconds >= 0 (ValueError naming it otherwise); ``inf`` or anything beyond
+    MAX_TIMEOUT (about 23 days) waits MAX_TIMEOUT, i.e. without a practical limit."""
+    return check_wait(value, name, MAX_TIMEOUT)
 
 
 class Admin:
@@ -68,7 +68,7 @@ class Admin:
         With ``exist_ok=True`` a topic that already exists is not an error.
         Raises KafkaError naming the first topic that failed, with librdkafka's text.
         """
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         specs = _topic_specs(topics)
         errstr = ffi.new("char[]", 512)
         new_topics = []
@@ -90,7 +90,7 @@ class Admin:
 
     def delete_topics(self, names: Iterable[str], *, timeout: float = 30.0) -> None:
         """Delete topics; KafkaError names the first that failed."""
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         names = list(names) if not isinstance(names, str) else [names]
         for n in names:
             check_topic_name(n)
@@ -101,9 +101,37 @@ class Admin:
             for d in dels:
                 lib.rd_kafka_DeleteTopic_destroy(d)
 
+    def create_partitions(self, totals: Mapping[str, int], *, timeout: float = 30.0) -> None:
+        """Grow topics to ``{name: new total partition count}`` (Kafka only adds partitions:
+        a total at or below the current count is refused by the broker, INVALID_PARTITIONS).
+        Raises KafkaError naming the first topic that failed, with librdkafka's text."""
+        timeout = _check_timeout(timeout)
+        if not isinstance(totals, Mapping):
+            raise TypeError("create_partitions: expected {topic: new total partition count}, "
+                            f"got {type(totals).__name__}")
+        for name, total in totals.items():
+            check_topic_name(name)
+            check_int(total, f"topic {name!r}: new total partition count", maximum=2**31 - 1)
+            if total < 1:
+                raise ValueError(f"topic {name!r}: new total partition count must be a positive "
+                                 f"int, got {total!r}")
+        errstr = ffi.new("char[]", 512)
+        requests = []
+        try:
+            for name, total in totals.items():
+                np = lib.rd_kafka_NewPartitions_new(name.encode(), total, errstr, 512)
+                if np == ffi.NULL:
+                    raise ValueError(f"topic {name!r}: {ffi.string(errstr).decode()}")
+                requests.append(np)
+            if requests:
+                self._topic_request(_PARTITIONS, requests, set(), timeout)
+        finally:
+            for np in requests:
+                lib.rd_kafka_NewPartitions_destroy(np)
+
     def list_topics(self, timeout: float = 10.0) -> list[TopicMetadata]:
         """Every topic with its partitions' leader, replicas and ISR."""
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         return sorted(
             (t for t in self._client.metadata(None, timeout) if not t.name.startswith("__")),
             key=lambda t: t.name,
@@ -111,7 +139,7 @@ class Admin:
 
     def partition_count(self, topic: str, timeout: float = 10.0) -> int:
         check_topic_name(topic)
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         return self._client.partition_count(topic, timeout)
 
     # -- offsets -----------------------------------------------------------------
@@ -123,7 +151,7 @@ class Admin:
         response's high watermark, which is right everywhere.
         """
         check_topic_name(topic)
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
         self._client.ensure_open()
         if self._fetch_client is None:
@@ -138,7 +166,7 @@ class Admin:
         """(low, high) exactly as the broker's ListOffsets answers them."""
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         self._client.ensure_open()
         return _partitions.query_watermarks(self._client, topic, partition, timeout)
 
@@ -147,7 +175,7 @@ class Admin:
     ) -> dict[int, int]:
         """For each partition, the earliest offset whose timestamp is >= the given ms (-1: none)."""
         check_topic_name(topic)
-        _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
         if not isinstance(timestamps, Mapping):
             raise TypeError("offsets_for_times: timestamps must be a dict of partition to ms, "
                             f"got {type(timestamps).__name__}")

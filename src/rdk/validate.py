@@ -78,6 +78,12 @@ def check_timeout(value: Any, name: str = "timeout") -> float:
     return float(value)
 
 
+def check_wait(value: Any, name: str, maximum: float) -> float:
+    """A timeout in seconds (>= 0, not nan) for a call that can wait at most ``maximum``:
+    ``inf`` or any longer value means "without a practical limit", i.e. ``maximum``."""
+    return min(check_timeout(value, name), maximum)
+
+
 def check_callable(value: Any, name: str, *, required: bool = False) -> Any:
     """A callable, or None unless ``required``."""
     if value is None:

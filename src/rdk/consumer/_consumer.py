@@ -33,6 +33,7 @@ from ..validate import (
     check_options,
     check_timeout,
     check_topic_name,
+    check_wait,
 )
 from ._batch import Batch
 from ._beyond_end import BeyondEndRule
@@ -539,15 +540,13 @@ class Consumer:
         """Stop fetching, wait for in-flight callbacks and pending offset writes, close.
 
         Returns within ``timeout`` even if a callback never returns (with a warning saying
-        so). Called from inside a callback, it only asks for the stop and returns; the
-        consumer finishes the stop once the callback has returned. Idempotent. ``timeout``
-        must be finite (ValueError for inf, nan or beyond threading.TIMEOUT_MAX). In a forked
-        child it returns at once, leaving the parent's handle, locks and offsets alone.
+        so); ``inf`` waits for every callback without a practical limit (nan or a negative
+        timeout raises ValueError). Called from inside a callback, it only asks for the stop
+        and returns; the consumer finishes the stop once the callback has returned.
+        Idempotent. In a forked child it returns at once, leaving the parent's handle, locks
+        and offsets alone.
         """
-        timeout = check_timeout(timeout)
-        if timeout > threading.TIMEOUT_MAX:
-            raise ValueError(f"timeout must be a finite number of seconds <= "
-                             f"{threading.TIMEOUT_MAX:.0f}, got {timeout}")
+        timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
         if os.getpid() != self._pid:
             return
         with self._state_lock:
