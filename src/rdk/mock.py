@@ -228,6 +228,21 @@ class MockCluster(EmbeddedBroker):
             self._finalizer()
 
 
+# exec'd in front of a server's command: asks the kernel for SIGTERM when the starting
+# thread goes (PR_SET_PDEATHSIG survives exec), and exits if the parent already went
+_TIE_TO_PARENT = ("import ctypes, os, sys; ctypes.CDLL(None, use_errno=True).prctl(1, 15); "
+                  "os.getppid() == int(sys.argv[1]) or sys.exit(3); os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+def _server_process(cmd: list[str], **kw: Any) -> subprocess.Popen:
+    """Popen a test server that dies with this process: on Linux, started from the main
+    thread (the kernel signals when the *thread* that started a child exits, so a server
+    started from another thread is left untied), it gets SIGTERM if the process is killed."""
+    if sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread():
+        cmd = [sys.executable, "-c", _TIE_TO_PARENT, str(os.getpid()), *cmd]
+    return subprocess.Popen(cmd, **kw)
+
+
 def _wait_for_metadata(bootstrap: str, deadline: float, proc: subprocess.Popen | None = None) -> None:
     last: Exception | None = None
     client = _binding.Client("producer", {"bootstrap.servers": bootstrap, "log_level": 0},
@@ -292,7 +307,7 @@ class S3Server:
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self._proc: subprocess.Popen | None = subprocess.Popen(
+        self._proc: subprocess.Popen | None = _server_process(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
@@ -404,7 +419,7 @@ class TansuBroker(EmbeddedBroker):
         if self.s3 is not None:
             env = {**os.environ, **self.s3.env()}
             storage = f"s3://{self.s3.bucket}/"
-        self._proc = subprocess.Popen(
+        self._proc = _server_process(
             [self.binary, "broker",
              "--listener-url", f"tcp://127.0.0.1:{self.port}",
              "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
@@ -488,7 +503,7 @@ class MockClusterProcess(EmbeddedBroker):
             cmd += ["--topic", f"{name}:{partitions}"]
         self.stderr = ""  # what the child wrote to stderr, once closed
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self._proc: subprocess.Popen | None = subprocess.Popen(
+        self._proc: subprocess.Popen | None = _server_process(
             cmd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, text=True)
         line = _first_line(self._proc, startup_timeout)
         if not line.startswith("RDK_BROKERS="):

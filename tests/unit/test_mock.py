@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
+from helpers import wait_until
 
 from rdk.mock import MockCluster, TansuBroker
 
@@ -41,3 +46,34 @@ def test_mock_cluster_methods_name_their_bad_argument():
 def test_tansu_broker_checks_its_arguments_before_starting(kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         TansuBroker(binary="/nonexistent", **kwargs)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_servers_die_with_a_killed_test_process():
+    """A test process SIGKILLed (no close(), no atexit) takes its Tansu, S3 and mock-cluster
+    processes with it: they are tied to it, not left holding ports."""
+    code = textwrap.dedent("""
+        import sys
+        from rdk.mock import MockClusterProcess, TansuBroker
+        tansu = TansuBroker(durable=True)
+        mock = MockClusterProcess(topics={"t": 1})
+        print(tansu.pid, tansu.s3.pid, mock.pid, flush=True)
+        sys.stdin.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in proc.stdout.readline().split()]
+        assert len(pids) == 3 and all(_alive(p) for p in pids), pids
+    finally:
+        proc.kill()
+        proc.wait(10)
+    wait_until(lambda: not any(_alive(p) for p in pids), 15, "the servers to exit")
