@@ -159,6 +159,28 @@ NOOP_AT = (4, 512, 2048)  # partition counts where rdk also runs with a no-op of
 SIZE_PRODUCER = {"message.max.bytes": 4 * MiB}
 
 
+def scale_batch(count: int, size: int) -> int:
+    """Most messages per consume call in the scale family. A consume call waits (up to
+    wait_ms) for a full batch: with few large messages a batch of 10 000 would be the whole
+    run, timed as one wait. At most 1/20 of the run and 16 MiB per batch, for every contender
+    alike."""
+    return max(1, min(CONSUME_BATCH, count // 20, 16 * MiB // size))
+
+
+def whole_batches(count: int, batch: int) -> int:
+    """``count`` rounded down to a whole number of consume batches (as is below one batch).
+
+    native C's ``rd_kafka_consume_batch_queue`` and confluent-kafka's ``consume(n, timeout)``
+    return when they have ``batch`` messages or when ``wait_ms`` (1 s) passes. With a topic of
+    k x batch + r messages the last call asks for ``batch`` but only r are left, so it waits the
+    whole second and the timed window grows by it: on the mock cluster at 4 partitions
+    (162,710 = 20 x 8,135 + 10) that turned ~0.05 s of consuming into ~1.05 s for those two
+    contenders (~0.13 M instead of ~2-3 M msg/s), while rdk, whose call waits only for the
+    first message, was not delayed. A topic of whole batches lets every contender's last call
+    fill up without waiting; every contender reads the same topic, so it stays fair."""
+    return count - count % batch if count >= batch else count
+
+
 def _scale_scenarios() -> list[Scenario]:
     out = []
     objects, arrow, produce = (["rdk", BASELINE, NATIVE], ["rdk", NATIVE],
@@ -187,14 +209,15 @@ def _scale_scenarios() -> list[Scenario]:
         common = dict(family="scale", partitions=SIZE_PARTITIONS, axis="size", point=size,
                       producer_extra=SIZE_PRODUCER)
         label = size_label(size)
+        read = whole_batches(count, scale_batch(count, size))  # what make_job's consumers get
         out += [
             Scenario(f"size{size}_produce", "produce",
                      f"produce {count:,} x {label} to {SIZE_PARTITIONS} partitions", size,
                      count, quick, produce, **common),
             Scenario(f"size{size}_consume", "consume",
-                     f"consume {count:,} x {label} into objects", size, count, quick,
+                     f"consume {read:,} x {label} into objects", size, count, quick,
                      objects, **common),
-            Scenario(f"size{size}_arrow", "arrow", f"consume {count:,} x {label} into Arrow",
+            Scenario(f"size{size}_arrow", "arrow", f"consume {read:,} x {label} into Arrow",
                      size, count, quick, arrow, **common),
         ]
     out += [
@@ -480,10 +503,9 @@ def make_job(scenario: Scenario, broker: str, bootstrap: str, topic: str, quick:
         chunk = max(1, min(SEND_CHUNK, count // parts, 64 * MiB // scenario.size))
         if scenario.options.get("any_partition"):
             chunk = SEND_CHUNK  # the library spreads each call over the partitions
-        # a consume call waits (up to wait_ms) for a full batch: with few large messages a
-        # batch of 10 000 would be the whole run, timed as one wait. At most 1/20 of the run
-        # and 16 MiB per batch, for every contender alike.
-        batch = max(1, min(CONSUME_BATCH, count // 20, 16 * MiB // scenario.size))
+        batch = scale_batch(count, scenario.size)
+    if scenario.kind in ("consume", "arrow"):
+        count = whole_batches(count, batch)
     duration = scenario.quick_duration if quick else scenario.duration
     job = {"scenario": scenario.kind, "bootstrap": bootstrap, "topic": topic,
            "partitions": parts, "count": count, "size": scenario.size, "chunk": chunk,
@@ -1042,7 +1064,9 @@ def scale_settings_text() -> str:
     return (f"scale family: sends of count / partitions messages (at most {SEND_CHUNK} and 64 MiB), one "
             "partition after another, so every partition gets some (partition=None: "
             f"{SEND_CHUNK} per call); consume calls take at most count / 20 messages and 16 MiB "
-            f"(waiting up to {CONSUME_WAIT_MS} ms for them); size sweep: {SIZE_PARTITIONS} "
+            f"(waiting up to {CONSUME_WAIT_MS} ms for them) and consume topics hold a whole "
+            "number of such batches, so no last call waits for a batch that cannot fill; "
+            f"size sweep: {SIZE_PARTITIONS} "
             f"partitions, min({SCALE_COUNT:,} messages, {SIZE_BUDGET // MiB} MiB) per run, "
             + ", ".join(f"{k}={v}" for k, v in SIZE_PRODUCER.items()) + " for every producer; "
             "on the mock cluster consume topics hold as many messages as its retention keeps; "
