@@ -16,17 +16,18 @@ __all__ = ["Admin", "PartitionMetadata", "TopicMetadata"]
 class _TopicOp(NamedTuple):
     """One of librdkafka's topic admin requests and how to read its result."""
 
+    name: str  # for error messages
     array_type: str  # cdata type of the request objects' array
     request: Callable[..., None]  # rd_kafka_CreateTopics / DeleteTopics / CreatePartitions
     result: Callable[[Any], Any]  # event -> *_result_t
     topics: Callable[[Any, Any], Any]  # (*_result_t, size_t *) -> rd_kafka_topic_result_t **
 
 
-_CREATE = _TopicOp("rd_kafka_NewTopic_t *[]", lib.rd_kafka_CreateTopics,
+_CREATE = _TopicOp("create_topics", "rd_kafka_NewTopic_t *[]", lib.rd_kafka_CreateTopics,
                    lib.rd_kafka_event_CreateTopics_result, lib.rd_kafka_CreateTopics_result_topics)
-_DELETE = _TopicOp("rd_kafka_DeleteTopic_t *[]", lib.rd_kafka_DeleteTopics,
+_DELETE = _TopicOp("delete_topics", "rd_kafka_DeleteTopic_t *[]", lib.rd_kafka_DeleteTopics,
                    lib.rd_kafka_event_DeleteTopics_result, lib.rd_kafka_DeleteTopics_result_topics)
-_PARTITIONS = _TopicOp("rd_kafka_NewPartitions_t *[]", lib.rd_kafka_CreatePartitions,
+_PARTITIONS = _TopicOp("create_partitions", "rd_kafka_NewPartitions_t *[]", lib.rd_kafka_CreatePartitions,
                        lib.rd_kafka_event_CreatePartitions_result,
                        lib.rd_kafka_CreatePartitions_result_topics)
 
@@ -83,7 +84,7 @@ class Admin:
                         nt, str(key).encode(), _binding.conf_value(key, value).encode()),
                         f"topic {name!r} config {key!r}")
             ok = {ERROR_CODES["TOPIC_ALREADY_EXISTS"]} if exist_ok else set()
-            self._topic_request(_CREATE, new_topics, ok, timeout)
+            self._topic_request(_CREATE, new_topics, ok, timeout, [x[0] for x in specs])
         finally:
             for nt in new_topics:
                 lib.rd_kafka_NewTopic_destroy(nt)
@@ -96,7 +97,7 @@ class Admin:
             check_topic_name(n)
         dels = [lib.rd_kafka_DeleteTopic_new(n.encode()) for n in names]
         try:
-            self._topic_request(_DELETE, dels, set(), timeout)
+            self._topic_request(_DELETE, dels, set(), timeout, names)
         finally:
             for d in dels:
                 lib.rd_kafka_DeleteTopic_destroy(d)
@@ -124,7 +125,7 @@ class Admin:
                     raise ValueError(f"topic {name!r}: {ffi.string(errstr).decode()}")
                 requests.append(np)
             if requests:
-                self._topic_request(_PARTITIONS, requests, set(), timeout)
+                self._topic_request(_PARTITIONS, requests, set(), timeout, list(totals))
         finally:
             for np in requests:
                 lib.rd_kafka_NewPartitions_destroy(np)
@@ -198,7 +199,8 @@ class Admin:
         self._client.ensure_open()
         return self._client.rk
 
-    def _topic_request(self, op: _TopicOp, objects: list, ok: set[int], timeout: float) -> None:
+    def _topic_request(self, op: _TopicOp, objects: list, ok: set[int], timeout: float,
+                       topics: list[str]) -> None:
         """Send one CreateTopics / DeleteTopics request for ``objects`` (the caller frees
         them) and raise KafkaError for the first topic whose error is not in ``ok``."""
         array = ffi.new(op.array_type, objects)
@@ -206,9 +208,9 @@ class Admin:
                              timeout)
         try:
             err = lib.rd_kafka_event_error(ev)
-            if err:
+            if err:  # the whole request failed: name the request and its topics
                 text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
-                raise KafkaError(err, text)
+                raise KafkaError(err, text, context=f"{op.name} of {topics!r}")
             cnt = ffi.new("size_t *")
             topics = op.topics(op.result(ev), cnt)
             for i in range(cnt[0]):

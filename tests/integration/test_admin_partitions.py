@@ -87,6 +87,7 @@ def test_tansu_answers_unsupported_feature_and_the_topic_keeps_its_partitions(ta
                 admin.create_partitions(totals, timeout=10)
             assert ei.value.name == "_UNSUPPORTED_FEATURE"
             assert "CreatePartitions" in str(ei.value) and "_UNSUPPORTED_FEATURE" in str(ei.value)
+            assert f"create_partitions of {list(totals)!r}" in str(ei.value)  # names the request
         assert admin.partition_count(topic) == 2
 
 
