@@ -826,22 +826,12 @@ class Consumer:
     # ---- stats and errors ------------------------------------------------------------
     def _on_stats(self, rdkafka_stats: dict) -> None:
         pipeline = self._pipeline
-        if self._member is not None or self._multi_topic:  # every assigned/owned topic
-            keys = self.assignment
-            info = stats.topics_stats(
-                rdkafka_stats, keys,
-                buffered=pipeline.buffered_keys(keys) if pipeline is not None else None,
-                next_offsets=pipeline.next_offsets(keys) if pipeline is not None else None,
-                shared_queue=True, first_topic=self.topics[0] if self.topics else None)
-        else:
-            owned = self.partitions
-            expected = pipeline.expected if pipeline is not None else None
-            info = stats.consumer_stats(
-                rdkafka_stats, self.topic, owned,
-                buffered=pipeline.buffered(owned) if pipeline is not None else {},
-                next_offsets={p: int(expected[p]) for p in owned} if expected is not None else None,
-                shared_queue=True,
-            )
+        keys = self.assignment  # every owned or assigned (topic, partition)
+        info = stats.topics_stats(
+            rdkafka_stats, keys,
+            buffered=pipeline.buffered_keys(keys) if pipeline is not None else None,
+            next_offsets=pipeline.next_offsets(keys) if pipeline is not None else None,
+            shared_queue=True, first_topic=self.topics[0] if self.topics else None)
         self.last_stats = info
         if self._stats_callback is None:
             return

@@ -241,12 +241,6 @@ class FetchPipeline:
         with self._fetch_lock:
             yield
 
-    def buffered(self, partitions: Iterable[int]) -> dict[int, int]:
-        """Per partition of ``topic``, messages fetched but not yet handed out."""
-        fetched, handed = self.fetched, self.handed
-        keys = [(self.count_key(self.topic, p), p) for p in partitions]
-        return {p: fetched.get(k, 0) - handed.get(k, 0) for k, p in keys}
-
     # ---- the fetch thread --------------------------------------------------------------
     def start_thread(self, name: str) -> None:
         self.fetch_thread = threading.Thread(target=self._fetch_loop, name=name, daemon=True)
@@ -322,7 +316,7 @@ class FetchPipeline:
                 self.logger.warning("consumer of %s: %s", self.topic, err)
 
     def buffered_keys(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """:meth:`buffered` for (topic, partition) keys of any topic."""
+        """Per (topic, partition), messages fetched but not yet handed out."""
         fetched, handed, key = self.fetched, self.handed, self.count_key
         return {(t, p): fetched.get(key(t, p), 0) - handed.get(key(t, p), 0) for t, p in keys}
 
