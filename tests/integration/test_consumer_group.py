@@ -242,8 +242,9 @@ def test_a_batch_handed_out_as_the_revoke_begins_is_waited_for(broker, new_topic
                 wait_until(lambda: any(mark == 2**63 for mark in fences.values()), 30,
                            "the revoke's fence")
                 # unfixed, the revoke would not wait for this batch: on_revoke would come now
+                # (within milliseconds; fixed, it waits for this batch, so the wait times out)
                 with first_seen.cond:
-                    first_seen.cond.wait_for(lambda: first_seen.revoked, 3)
+                    first_seen.cond.wait_for(lambda: first_seen.revoked, 1)
                     revoke_seen_while_held.extend(first_seen.revoked)
             return batch
 
