@@ -270,6 +270,49 @@ def test_a_batch_handed_out_as_the_revoke_begins_is_waited_for(broker, new_topic
     assert len(delivered) == len(set(delivered)), "a settled message was delivered again"
 
 
+def test_a_batch_processed_in_part_is_committed_up_to_its_part_at_the_revoke(broker, new_topic):
+    """``rdk consume --count`` cuts a batch: what it wrote of it is recorded at once, so a
+    rebalance that moves the partitions before stop() commits exactly that part, and the next
+    member starts right after it (the CLI failure this guards: the part waited for stop(),
+    by then the partitions had moved, and the new owner read them again)."""
+    topic = new_topic(broker, 4)
+    for p in range(4):
+        produce(broker, topic, p, values(50, prefix=b"c%d-" % p))
+    group = group_name()
+    first_seen, second_seen = Assignments(), Assignments()
+    part_of: dict = {}  # partition -> last offset recorded by the partial settle
+
+    def write_five(batch):  # processed: the first five offsets of each partition, no more
+        for p, (first, last) in batch.offsets.items():
+            if p not in part_of:
+                part_of[p] = min(last, first + 4)
+        batch._commit_part({p: part_of[p] for p in batch.offsets})
+
+    first, second = Collector(write_five), Collector()
+    c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
+                        on_revoke=first_seen.on_revoke)
+    c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign)
+    try:
+        c1.start()
+        wait_until(lambda: len(part_of) == 4, 30, "a batch of every partition")
+        c2.start()
+        with first_seen.cond:
+            assert first_seen.cond.wait_for(lambda: first_seen.revoked, 60), "no revoke"
+        moved = sorted(p for _t, p in first_seen.revoked[0])
+        assert moved and len(moved) < 4  # cooperative: only some partitions moved
+        assert committed(broker, group, topic, moved) == {p: part_of[p] for p in moved}
+        wait_until(lambda: {m.partition for m in second.messages} >= set(moved), 60,
+                   "the second member's messages of the moved partitions")
+    finally:
+        c2.stop()
+        c1.stop()
+    for p in moved:  # the new owner starts right after the part
+        assert min(m.offset for m in second.messages if m.partition == p) == part_of[p] + 1
+    kept = sorted(set(range(4)) - set(moved))  # recorded no further than the part: not processed
+    assert committed(broker, group, topic, kept) == {p: part_of[p] for p in kept}
+
+
+
 def test_pause_holds_across_a_rebalance(broker, new_topic):
     topic = new_topic(broker, 2)
     group = group_name()

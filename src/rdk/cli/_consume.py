@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -102,13 +102,11 @@ class _SlotWriter:
         from ..consumer import Consumer
 
         self.job = job
-        self.group_id = group_id
         self.done = threading.Event()
         where: dict[str, Any] = ({"group_id": group_id} if group_id is not None
                                  else {"worker_slot": worker_slot, "num_workers": num_workers})
         self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, start_offset=job.start,
                                  logger=log, statistics_interval_ms=0, **where)
-        self._written_part: dict[int, int] = {}  # partition -> last offset written, of a cut batch
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
@@ -126,8 +124,7 @@ class _SlotWriter:
         return list(self.consumer.partitions)
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop writing, stop the consumer (it stores the committed batches' offsets), then
-        store the offsets of the part written of a batch cut by --count."""
+        """Stop writing, then stop the consumer (it stores the written batches' offsets)."""
         deadline = time.monotonic() + timeout
         self.done.set()
         if self._thread is not None:
@@ -135,13 +132,7 @@ class _SlotWriter:
             if self._thread.is_alive():
                 log.warning("rdk consume: stdout did not take the last batch within "
                             "stop(timeout=%s); its offsets are not recorded", timeout)
-        if self.group_id is not None and self._written_part:
-            # committed to the group while this member still holds the partitions (every
-            # earlier batch was committed whole; this part comes after them)
-            self.consumer._record_offsets(self._written_part)
-            self._written_part = {}
         self.consumer.stop(max(deadline - time.monotonic(), timeout * 0.2))
-        self._record_written_part()
 
     def _write_loop(self) -> None:
         from ..errors import KafkaError
@@ -178,7 +169,12 @@ class _SlotWriter:
                     return False
             exhausted = tally.exhausted
         if k < len(messages):
-            self._note_written_part(messages[:k])
+            # the written part is recorded now, while this member still owns the partitions
+            # (in group mode a rebalance may revoke them before stop())
+            written: dict[int, int] = {}
+            for m in messages[:k]:
+                written[m.partition] = max(written.get(m.partition, -1), m.offset)
+            batch._commit_part(written)
             self._end_pool()
             return False
         batch.commit()
@@ -186,30 +182,12 @@ class _SlotWriter:
             self._end_pool()
         return not exhausted
 
-    def _note_written_part(self, messages: Sequence[Any]) -> None:
-        for m in messages:
-            self._written_part[m.partition] = max(self._written_part.get(m.partition, -1), m.offset)
-
     def _end_pool(self) -> None:
         """Writing is over (not asked by stop()): in a worker process, stop every worker."""
         from .. import workers
 
         if not self.done.is_set() and workers.current_slot() is not None:
             workers.request_stop()
-
-    def _record_written_part(self) -> None:
-        """Store the offsets of a cut batch's written part (the consumer released its locks)."""
-        if not self._written_part:
-            return
-        from ..offsets import lock_partitions, offset_file_path, read_offset_file, write_offset_files
-
-        d, topic, part = self.job.offset_dir, self.job.topic, self._written_part
-        with lock_partitions(d, topic, part):
-            stored = {p: read_offset_file(offset_file_path(d, topic, p)) for p in part}
-            newer = {p: o for p, o in part.items() if (s := stored[p]) is None or s < o}
-            write_offset_files(d, topic, newer)
-        self._written_part = {}
-
 
 
 @contextlib.contextmanager

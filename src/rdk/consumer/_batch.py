@@ -36,7 +36,7 @@ class Batch:
     __slots__ = ("_entries", "_parts", "_settle", "messages", "misses", "repeats", "topic")
 
     def __init__(self, messages: list[Message], repeats: int, misses: int, topic: str,
-                 parts: Parts, settle: Callable[[Batch, bool], None] | None = None) -> None:
+                 parts: Parts, settle: Callable[..., None] | None = None) -> None:
         self.messages, self.topic = messages, topic
         self.repeats, self.misses = repeats, misses  # kafka-native's counts
         self._parts, self._settle = parts, settle
@@ -51,6 +51,12 @@ class Batch:
         """Record this batch as processed (its offsets are stored once earlier ones are)."""
         if self._settle is not None:
             self._settle(self, True)
+
+    def _commit_part(self, part: dict[int, int]) -> None:
+        """Record this batch as processed only up to ``{partition: last offset}`` (nothing of
+        a partition left out, and nothing after it in this run): the CLI's ``--count`` cut."""
+        if self._settle is not None:
+            self._settle(self, True, part)
 
     def __len__(self) -> int:
         return len(self.messages)

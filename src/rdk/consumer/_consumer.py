@@ -733,10 +733,11 @@ class Consumer:
                 self._running.set()
 
     # ---- settling --------------------------------------------------------------------
-    def _settle(self, batch: Batch, ok: bool) -> None:
-        """A batch is done (``ok``: processed): record what became recordable."""
+    def _settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None) -> None:
+        """A batch is done (``ok``: processed; ``part``: only up to these offsets, see
+        SettlementTracker.settle): record what became recordable."""
         self._check_process()
-        was_pending, record = self._tracker.settle(batch, ok)
+        was_pending, record = self._tracker.settle(batch, ok, part)
         if not was_pending:
             return
         if record and self._committer is not None:
@@ -748,17 +749,6 @@ class Consumer:
                 self._committer.record(record)
         if self._delivery is not None:
             self._delivery.release()
-
-    def _record_offsets(self, record: Mapping[int, int]) -> None:
-        """Record ``{partition: last processed}`` of the (one) topic directly (the CLI's
-        part of a batch cut by --count, which comes after every settled batch)."""
-        if self._committer is None:
-            return
-        if self.group_id is not None or self._multi_topic:
-            keyed: dict[Any, int] = {(self.topic, p): last for p, last in record.items()}
-            self._committer.record(keyed)
-        else:
-            self._committer.record(dict(record))
 
     def _abandon(self, batch: Batch) -> None:
         """A batch whose processing never ended: never recorded (see SettlementTracker)."""

@@ -350,8 +350,9 @@ class TopicTrackers:
     def add(self, batch: Batch) -> None:
         self.of(batch.topic).add(batch)
 
-    def settle(self, batch: Batch, ok: bool) -> tuple[bool, dict[int, int]]:
-        return self.of(batch.topic).settle(batch, ok)
+    def settle(self, batch: Batch, ok: bool,
+               part: dict[int, int] | None = None) -> tuple[bool, dict[int, int]]:
+        return self.of(batch.topic).settle(batch, ok, part)
 
     def abandon(self, batch: Batch) -> bool:
         return self.of(batch.topic).abandon(batch)

@@ -16,7 +16,7 @@ from ._batch import Batch
 
 __all__ = ["SettlementTracker"]
 
-_PENDING, _OK, _FAILED = 0, 1, 2
+_PENDING, _OK, _FAILED, _CUT = 0, 1, 2, 3  # _CUT: processed up to its offset, no further
 _SETTLED = object()  # a Batch's bookkeeping once it has settled
 
 
@@ -48,8 +48,14 @@ class SettlementTracker:
             batch._entries = entries
             self.unsettled += 1
 
-    def settle(self, batch: Batch, ok: bool) -> tuple[bool, dict[int, int]]:
-        """(was it pending, ``{partition: last offset}`` that became recordable)."""
+    def settle(self, batch: Batch, ok: bool,
+               part: dict[int, int] | None = None) -> tuple[bool, dict[int, int]]:
+        """(was it pending, ``{partition: last offset}`` that became recordable).
+
+        ``part`` (``{partition: last processed offset}``) settles a batch processed only in
+        part: each partition records up to its given offset (nothing if absent), and
+        nothing after it in this run.
+        """
         with self.cond:
             entries = batch._entries
             if entries is None or entries is _SETTLED:
@@ -60,8 +66,13 @@ class SettlementTracker:
             if self.closed:
                 return True, {}
             state = _OK if ok else _FAILED
-            for _, e in entries:
-                e[1] = state
+            for p, e in entries:
+                if part is None:
+                    e[1] = state
+                elif p in part and part[p] >= e[0]:
+                    e[1] = _OK  # all of it processed
+                else:
+                    e[0], e[1] = part.get(p, -1), _CUT
             record: dict[int, int] = {}
             for p, _ in entries:
                 self._pop_settled(p, record)
@@ -89,7 +100,11 @@ class SettlementTracker:
             last, st = q.popleft()
             if p in self._blocked:
                 continue
-            if st == _FAILED and not self.commit_on_error:
+            if st == _CUT:
+                self._blocked.add(p)
+                if last < 0:
+                    continue
+            elif st == _FAILED and not self.commit_on_error:
                 self._blocked.add(p)
                 self.logger.warning(
                     "%s[%d]: a batch failed and commit_on_error=False, so no offset "
