@@ -507,12 +507,16 @@ def test_rich_table_and_progress_render_when_asked(mock_cluster, tmp_path, capsy
 def test_consume_group_workers_read_everything_once_and_commit_to_the_group(mock_cluster):
     mock_cluster.create_topic("grouped", 4)
     produce_numbers(mock_cluster.bootstrap_servers, "grouped", 4, 300)
-    args = ("consume", "-b", mock_cluster.bootstrap_servers, "-t", "grouped", "--group", "cli-g")
+    # -X: a short session, because the mock cluster holds a group in its rebalance for the
+    # session timeout less 1 s after a member leaves (45 s by default), refusing commits
+    args = ("consume", "-b", mock_cluster.bootstrap_servers, "-t", "grouped", "--group", "cli-g",
+            "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500")
     r = rdk_cli(*args, "--workers", "2", "--count", "700", timeout=120)
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()
     assert len(first) == len(set(first)) == 700
     assert b"group cli-g" in r.stderr
+    assert b"not stored" not in r.stderr  # both members committed what they wrote
     r = rdk_cli(*args, "--count", "500", timeout=120)  # one process, same group: the rest
     assert r.returncode == 0, r.stderr
     second = r.stdout.splitlines()
@@ -522,6 +526,25 @@ def test_consume_group_workers_read_everything_once_and_commit_to_the_group(mock
         assert store.read([0, 1, 2, 3]) == {p: 299 for p in range(4)}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("command", [
+    ["consume", "-b", "127.0.0.1:1", "-t", "x", "--group", "g"],
+    ["produce", "-b", "127.0.0.1:1", "-t", "x"],
+    ["stats", "-b", "127.0.0.1:1", "-t", "x"],
+    ["offsets", "set", "DIR", "-t", "x", "--to", "earliest", "-b", "127.0.0.1:1"],
+], ids=["consume", "produce", "stats", "offsets"])
+def test_property_option_reaches_librdkafka(command, tmp_path):
+    """-X KEY=VALUE goes to the client as a librdkafka property: librdkafka's own checks
+    answer for an unknown property and a bad value, before any connection is tried."""
+    command = [str(tmp_path) if a == "DIR" else a for a in command]
+    r = rdk_cli(*command, "-X", "no.such.property=1")
+    assert r.returncode == 1 and b'No such configuration property: "no.such.property"' in r.stderr
+    r = rdk_cli(*command, "-X", "socket.timeout.ms=abc")
+    assert r.returncode == 1, r.stderr
+    assert b'Invalid value for configuration property "socket.timeout.ms"' in r.stderr
+    r = rdk_cli(*command, "-X", "socket.timeout.ms")
+    assert r.returncode == 2 and b"-X takes a librdkafka property as KEY=VALUE" in r.stderr
 
 
 @pytest.mark.parametrize("extra", [["--offset-dir", "d"], ["--slot", "0", "--of", "2"]],

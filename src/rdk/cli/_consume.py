@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ._formats import encode_messages
-from ._ui import ProgressDisplay, UsageError, eprint, use_rich
+from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 if TYPE_CHECKING:
     from ..consumer import Batch
@@ -84,6 +84,7 @@ class ConsumeJob:
         self.brokers, self.topic, self.offset_dir = args.brokers, args.topic, args.offset_dir
         self.format, self.start = args.format, args.start
         self.group: str | None = getattr(args, "group", None)
+        self.driver_options = driver_options(args)
         self.tally = tally
 
     def __call__(self, worker_slot: int = 0, num_workers: int = 1,
@@ -106,7 +107,8 @@ class _SlotWriter:
         where: dict[str, Any] = ({"group_id": group_id} if group_id is not None
                                  else {"worker_slot": worker_slot, "num_workers": num_workers})
         self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, start_offset=job.start,
-                                 logger=log, statistics_interval_ms=0, **where)
+                                 logger=log, statistics_interval_ms=0,
+                                 driver_options=job.driver_options, **where)
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
@@ -254,7 +256,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
 def _precheck_topic(args: argparse.Namespace, num_workers: int) -> int:
     from ..admin import Admin
 
-    with Admin(args.brokers) as admin:
+    with Admin(args.brokers, driver_options(args)) as admin:
         count = admin.partition_count(args.topic)
     if count < num_workers:
         raise UsageError(f"topic {args.topic!r} has {count} partition(s), fewer than the "

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from ._ui import UsageError, eprint, print_table, use_rich
+from ._ui import UsageError, driver_options, eprint, print_table, use_rich
 
 
 def existing_directory(directory: str) -> None:
@@ -49,7 +49,7 @@ def cmd_offsets_show(args: argparse.Namespace) -> int:
     table: list[list[Any]] = [list(r) for r in rows]
     if args.brokers:
         columns += ["low", "high", "lag"]
-        problems += _add_watermarks(args.brokers, table)
+        problems += _add_watermarks(args.brokers, driver_options(args), table)
     print_table(f"offsets in {args.dir}", columns, table, rich_output=use_rich(sys.stdout))
     if not rows:
         eprint(f"no offset files in {args.dir}")
@@ -58,13 +58,14 @@ def cmd_offsets_show(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _add_watermarks(brokers: str, table: list[list[Any]]) -> list[str]:
+def _add_watermarks(brokers: str, options: dict[str, str],
+                    table: list[list[Any]]) -> list[str]:
     """Append low, high and lag to each (topic, partition, stored) row; the errors met."""
     from ..admin import Admin
     from ..errors import RdkError
 
     problems = []
-    with Admin(brokers) as admin:
+    with Admin(brokers, options) as admin:
         for row in table:
             topic, partition, stored = row
             try:
@@ -99,7 +100,7 @@ def _targets(args: argparse.Namespace) -> tuple[list[int], dict[int, int]]:
     from ..admin import Admin
 
     targets: dict[int, int] = {}
-    with Admin(args.brokers) as admin:
+    with Admin(args.brokers, driver_options(args)) as admin:
         partitions = _resolve_partitions(args, admin)
         for p in partitions:
             low, high = admin.watermarks(args.topic, p)

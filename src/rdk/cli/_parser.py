@@ -107,6 +107,15 @@ def _key_delimiter(text: str) -> bytes:
     return text.encode()
 
 
+def _property(text: str) -> tuple[str, str]:
+    """``-X KEY=VALUE``: one librdkafka configuration property."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"-X takes a librdkafka property as KEY=VALUE (e.g. security.protocol=ssl), got {text!r}")
+    return key.strip(), value
+
+
 BROKERS = _type(check_broker)
 TOPIC = _type(check_topic_name)
 
@@ -210,6 +219,14 @@ def _add_brokers_topic(p: argparse.ArgumentParser, topic_help: str) -> None:
     p.add_argument("-b", "--brokers", type=BROKERS, required=True, metavar="BROKERS",
                    help="bootstrap servers, host:port[,host:port...]")
     p.add_argument("-t", "--topic", type=TOPIC, required=True, help=topic_help)
+    _add_properties(p)
+
+
+def _add_properties(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-X", "--property", dest="properties", type=_property, action="append",
+                   default=[], metavar="KEY=VALUE",
+                   help="a librdkafka configuration property for the client (repeatable), "
+                        "e.g. -X security.protocol=ssl -X ssl.ca.location=ca.pem")
 
 
 def _add_produce(add: _Add) -> None:
@@ -268,6 +285,7 @@ def _add_offsets(add: _Add) -> None:
     show.add_argument("dir", metavar="DIR", help="offset directory")
     show.add_argument("-b", "--brokers", type=BROKERS, metavar="BROKERS",
                       help="also show the broker's watermarks and the lag")
+    _add_properties(show)
     show.set_defaults(run=cmd_offsets_show)
     st = osub.add_parser("set", help="rewind or fast-forward stored offsets",
                          description="Rewind or fast-forward stored offsets (atomic writes, "
@@ -281,6 +299,7 @@ def _add_offsets(add: _Add) -> None:
                     help="the next offset to consume")
     st.add_argument("-b", "--brokers", type=BROKERS, metavar="BROKERS",
                     help="broker to ask for earliest/latest and the partition count")
+    _add_properties(st)
     st.set_defaults(run=cmd_offsets_set)
 
 

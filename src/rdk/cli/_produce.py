@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from ..producer import FlushResult
 from ._framing import read_frames, read_lines
-from ._ui import ProgressDisplay, UsageError, eprint, use_rich
+from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 SEND_CHUNK = 10000
 
@@ -110,7 +110,7 @@ def _send_all(args: argparse.Namespace, stream: IO[bytes],
 
     read = 0
     producer = Producer(args.brokers, balancer=args.balancer, on_queue_full="block",
-                        statistics_interval_ms=0)
+                        statistics_interval_ms=0, driver_options=driver_options(args))
     try:
         count = producer.partition_count(args.topic)  # unknown topic: a clear error now
         if args.partition is not None and args.partition >= count:

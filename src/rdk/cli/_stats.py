@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ._offsets import existing_directory, lag
-from ._ui import print_table, use_rich
+from ._ui import driver_options, print_table, use_rich
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -54,7 +54,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         existing_directory(args.offset_dir)
     rich_output = use_rich(sys.stdout)
     title = f"{args.topic} on {args.brokers}" + (f", offsets in {args.offset_dir}" if args.offset_dir else "")
-    with Admin(args.brokers) as admin, contextlib.suppress(KeyboardInterrupt):
+    with Admin(args.brokers, driver_options(args)) as admin, contextlib.suppress(KeyboardInterrupt):
         if not args.watch:
             columns, rows = _lag_rows(admin, args.topic, args.offset_dir)
             print_table(title, columns, rows, rich_output=rich_output)

@@ -25,6 +25,11 @@ def eprint(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def driver_options(args: Any) -> dict[str, str]:
+    """The ``-X KEY=VALUE`` librdkafka properties of a command (a later KEY wins)."""
+    return dict(getattr(args, "properties", None) or ())
+
+
 def use_rich(stream: IO, forced: bool = False) -> bool:
     """Rich output when forced or when ``stream`` is a terminal."""
     return forced or (hasattr(stream, "isatty") and stream.isatty())
