@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import wait_until
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from rdk.spark.options import parse_read_options
-from rdk.spark.stream import KafkaStreamReader, rate_limit
+from rdk.spark.stream import FIRST_START, KafkaStreamReader, offsets_from_json, rate_limit
 
 pytestmark = pytest.mark.spark
 
@@ -109,6 +111,83 @@ def test_initial_offset_latest_and_json_resolve_to_concrete_offsets(mock_broker,
     assert initial(startingOffsets="earliest") == {topic: {"0": 0, "1": 0}}
     assert initial(startingOffsets=json.dumps({topic: {"0": 3, "1": -1}})) == {
         topic: {"0": 3, "1": 5}}
+
+
+def test_a_first_micro_batch_rerun_after_a_crash_reads_the_same_range(mock_broker, new_topic,
+                                                                       produce):
+    """Spark asks initialOffset() again when it re-runs a first micro-batch left uncommitted
+    by a crash; "latest" then resolves further on. The range must be the one planned first
+    (it is recorded in the batch's end offset), not a data-loss error or missed rows."""
+    topic = new_topic(mock_broker, 2)
+    produce(mock_broker, topic, 0, [b"old"] * 4)
+    opts = parse_read_options({"kafka.bootstrap.servers": mock_broker.bootstrap_servers,
+                               "subscribe": topic}, streaming=True)  # latest: the default
+    first, again = KafkaStreamReader(opts), KafkaStreamReader(opts)
+    try:
+        start = first.initialOffset()
+        assert start == {topic: {"0": 4, "1": 0}}
+        # Spark runs a first micro-batch at once, even with no data: its end records the start
+        assert first.latestOffset(start, ReadAllAvailable()) == {**start, FIRST_START: start}
+        produce(mock_broker, topic, 0, [b"new"] * 3)
+        produce(mock_broker, topic, 1, [b"new"] * 2)
+        end = first.latestOffset(start, ReadAllAvailable())
+        assert offsets_from_json(end) == {(topic, 0): 7, (topic, 1): 2}
+        assert end[FIRST_START] == start  # the start this batch was planned from
+        planned = sorted((r.topic, r.partition, r.start, r.end) for r in first.partitions(start, end))
+        assert planned == [(topic, 0, 4, 7), (topic, 1, 0, 2)]
+        # the next micro-batch starts at that end and records nothing more
+        produce(mock_broker, topic, 0, [b"later"] * 5)
+        assert FIRST_START not in first.latestOffset(end, ReadAllAvailable())
+        # restarted after a crash before batch 0's commit: latest is 12 and 2 now
+        restart = again.initialOffset()
+        assert restart == {topic: {"0": 12, "1": 2}}
+        rerun = sorted((r.topic, r.partition, r.start, r.end) for r in again.partitions(restart, end))
+        assert rerun == planned
+    finally:
+        first.stop()
+        again.stop()
+
+
+def test_latest_stream_restarted_before_its_first_commit_reads_from_its_first_start(
+        mock_broker, new_topic, produce, kafka_reader, tmp_path):
+    """End to end in Spark: a stream from "latest" runs its first micro-batch (Spark runs
+    one at once, empty) and a second one with rows; then the commit log is emptied and only
+    batch 0 kept in the offset log (a crash between Spark's offset log and its commit log of
+    batch 0). The restarted query re-runs batch 0 from the start it had, not from the
+    "latest" of now, so it fails with no data-loss error and delivers every row after that
+    start."""
+    topic = new_topic(mock_broker, 1)
+    produce(mock_broker, topic, 0, [b"before"] * 3)
+    checkpoint = tmp_path / "checkpoint"
+    batches: list[tuple[int, list]] = []
+
+    def keep(df, batch_id):
+        batches.append((batch_id, sorted(tuple(r) for r in df.collect())))
+
+    df = kafka_reader(mock_broker, stream=True, subscribe=topic).load()
+    rows = df.selectExpr("offset", "CAST(value AS STRING)")
+    query = (rows.writeStream.foreachBatch(keep).trigger(processingTime="200 milliseconds")
+             .option("checkpointLocation", str(checkpoint)).start())
+    try:  # the initial offsets are resolved once the first micro-batch has run
+        wait_until(lambda: batches, 120, "the first micro-batch")
+        produce(mock_broker, topic, 0, [b"first"] * 4)
+        wait_until(lambda: any(b for _id, b in batches), 120, "a micro-batch with rows")
+    finally:
+        query.stop()
+    assert batches[0] == (0, [])
+    assert sorted(r for _id, b in batches for r in b) == [(o, "first") for o in range(3, 7)]
+    for done in (checkpoint / "commits").iterdir():  # the crash: no batch was committed
+        done.unlink()
+    for later in (checkpoint / "offsets").iterdir():  # and no batch after 0 was planned
+        if later.name not in ("0", ".0.crc"):
+            later.unlink()
+    produce(mock_broker, topic, 0, [b"later"] * 2)  # "latest" is 9 now
+    batches.clear()
+    run_available_now(rows, lambda w: w.foreachBatch(keep)
+                      .option("checkpointLocation", str(checkpoint)))
+    assert batches[0] == (0, [])  # batch 0 again, over the range it had: [3, 3)
+    assert sorted(r for _id, b in batches[1:] for r in b) == (
+        [(o, "first") for o in range(3, 7)] + [(7, "later"), (8, "later")])
 
 
 def test_rate_limit_shares_rows_by_backlog_and_never_exceeds_the_limit():

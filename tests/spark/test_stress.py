@@ -26,6 +26,7 @@ from collections import Counter
 import pytest
 
 from rdk import Admin, KafkaError
+from rdk.spark.stream import offsets_from_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -125,9 +126,7 @@ class Stream:
         progress = self.query.lastProgress
         if progress and progress["sources"]:
             end = progress["sources"][0]["endOffset"]
-            end = json.loads(end) if isinstance(end, str) else (end or {})
-            self._ends = {(t, int(p)): int(o) for t, parts in end.items()
-                          for p, o in parts.items()}
+            self._ends = offsets_from_json(json.loads(end) if isinstance(end, str) else end)
         return self._ends
 
     def catch_up(self, topics, why):

@@ -12,6 +12,13 @@ never waits for minOffsetsPerTrigger. Partitions that appear later are read from
 earliest. An end offset below the start (startingOffsets past the end, a re-created topic)
 is data loss, as in the built-in connector: the query fails, or with failOnDataLoss=false
 the stream goes on from the partition's current end.
+
+The first micro-batch's end offset also carries, under the key ``"rdk:first"`` (a colon
+cannot be in a topic name), the start it was planned from. Spark asks ``initialOffset()``
+again when it re-runs a first micro-batch that a crash left uncommitted, and "latest" (or
+"earliest" after retention, or a timestamp) may then resolve elsewhere; the built-in
+connector writes its initial offsets into the checkpoint, which a Python source cannot
+reach, so the range is kept in Spark's offset log instead and the re-run reads the same rows.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ __all__ = [
 
 log = logging.getLogger("rdk.spark")
 
+#: key of the first micro-batch's end offset that holds the start it was planned from
+FIRST_START = "rdk:first"
+
 
 def offsets_to_json(offsets: Mapping[TP, int]) -> dict:
     """{(topic, p): off} as Spark's offset dict {topic: {"p": off}}, in a fixed order."""
@@ -55,7 +65,9 @@ def offsets_to_json(offsets: Mapping[TP, int]) -> dict:
 
 
 def offsets_from_json(value: Mapping | None) -> dict[TP, int]:
-    return {(t, int(p)): int(off) for t, parts in (value or {}).items() for p, off in parts.items()}
+    """Spark's offset dict as {(topic, p): off} (the ``"rdk:first"`` record left out)."""
+    return {(t, int(p)): int(off) for t, parts in (value or {}).items() if t != FIRST_START
+            for p, off in parts.items()}
 
 
 def rate_limit(begin: Mapping[TP, int], available: Mapping[TP, int], max_rows: int) -> dict[TP, int]:
@@ -109,6 +121,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._planner: Planner | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow's last offsets
         self._latest: dict[TP, int] | None = None  # for reportLatestOffset
+        self._initial: dict[TP, int] | None = None  # what initialOffset() resolved
         # time.monotonic() of the last micro-batch minOffsetsPerTrigger let go (None: the
         # first one always goes, as in the built-in connector)
         self._last_trigger: float | None = None
@@ -128,7 +141,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         planner = self.planner
         tps = planner.topic_partitions(missing_ok=True)
-        return offsets_to_json(planner.resolve(self.opts.starting, tps, "startingOffsets"))
+        self._initial = planner.resolve(self.opts.starting, tps, "startingOffsets")
+        return offsets_to_json(self._initial)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """ReadMinRows for minOffsetsPerTrigger (maxOffsetsPerTrigger then applies too: the
@@ -209,13 +223,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if max_rows:
             available = rate_limit(begin, available, max_rows)
         end = {**begin, **available}  # partitions no longer listed keep their offsets
-        if end == offsets_from_json(start):
+        given = offsets_from_json(start)
+        # the first micro-batch (Spark runs one even with no data): record its start
+        first = FIRST_START not in start and given == self._initial
+        if end == given and not first:
             return start
-        return offsets_to_json(end)
+        out = offsets_to_json(end)
+        if first:
+            out[FIRST_START] = dict(start)
+        return out
 
     def partitions(self, start: dict, end: dict) -> list[OffsetRange]:
         begin = offsets_from_json(start)
         until = offsets_from_json(end)
+        first = end.get(FIRST_START)
+        if isinstance(first, Mapping):  # the first micro-batch: plan from its recorded start
+            recorded = offsets_from_json(first)
+            if recorded != begin:
+                log.info("rdkafka: re-running the first micro-batch from the start it was "
+                         "planned from, %s (initialOffset() now resolves to %s)",
+                         offsets_to_json(recorded), offsets_to_json(begin))
+            begin = recorded
         new = [tp for tp in until if tp not in begin]
         if new:
             begin.update(self.planner.resolve("earliest", new, "startingOffsets"))
