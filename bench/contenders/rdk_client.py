@@ -200,7 +200,17 @@ def pool_worker(job_json: str, shared: Any, worker_slot: int = 0, num_workers: i
 
 
 def proc_cpu_seconds(pid: int) -> float | None:
-    """utime + stime of process ``pid`` (all its threads), from /proc."""
+    """CPU time of process ``pid``'s live threads, in nanoseconds' resolution from
+    /proc/PID/task/*/schedstat (utime + stime of /proc/PID/stat counts 10 ms ticks, too
+    coarse for a short timed window); the ticks where schedstat is missing."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
