@@ -213,6 +213,9 @@ def test_a_batch_handed_out_as_the_revoke_begins_is_waited_for(broker, new_topic
     there by a wrapper here), so its messages are committed before the partitions move and
     the second member delivers none of them again."""
     topic = new_topic(broker, 4)
+    if hasattr(broker, "partition_set_leader"):  # the mock cluster: one leader, so that one
+        for p in range(4):  # fetch (and so the held batch) has most partitions, some moving
+            broker.partition_set_leader(topic, p, 1)
     for p in range(4):
         produce(broker, topic, p, values(50, prefix=b"a%d-" % p))
     group = group_name()
