@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from rdk.consumer._batch import Batch
 from rdk.consumer._tracker import SettlementTracker
@@ -55,3 +57,45 @@ def test_a_part_behind_a_pending_batch_waits_for_it():
     assert tracker.wait_partitions_settled([0], 0) is False  # a is still in flight
     assert tracker.settle(a, True) == (True, {0: 12})
     assert tracker.wait_partitions_settled([0], 0) is True
+
+
+def test_a_waiter_sees_a_batch_settled_only_once_its_offsets_are_handed_over():
+    """A revoke waits for the revoked partitions' batches, then flushes the committer: the
+    settled batch's record must already be there (the CI failure this guards: the waiter ran
+    between the settle and the record, flushed nothing, and the late record was dropped as
+    "no longer assigned", so the partition's new owner read it all again)."""
+    a = batch((0, 0, 9))
+    tracker = tracked(a)
+    handed_over: list[dict[int, int]] = []
+    waiter_returned = threading.Event()
+    seen_by_waiter: list[list[dict[int, int]]] = []
+
+    def wait() -> None:
+        assert tracker.wait_partitions_settled([0], 30)
+        seen_by_waiter.append(list(handed_over))
+        waiter_returned.set()
+
+    def record_to(record: dict[int, int]) -> None:
+        # the widest window: a waiter that could return now would have done so within 1 s
+        waiter_returned.wait(1)
+        handed_over.append(record)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while not tracker.cond._waiters and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.001)  # (polls for the waiter to be inside wait_for)
+    assert tracker.cond._waiters, "the waiter never waited"  # type: ignore[attr-defined]
+    assert tracker.settle(a, True, record_to=record_to) == (True, {0: 9})
+    waiter.join(30)
+    assert seen_by_waiter == [[{0: 9}]]
+
+
+def test_record_to_is_not_called_when_nothing_became_recordable():
+    a, b = batch((0, 0, 9)), batch((0, 10, 19))
+    tracker = tracked(a, b)
+    calls: list[dict[int, int]] = []
+    tracker.settle(b, True, record_to=calls.append)
+    assert calls == []
+    tracker.settle(a, True, record_to=calls.append)
+    assert calls == [{0: 19}]

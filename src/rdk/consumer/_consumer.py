@@ -737,16 +737,24 @@ class Consumer:
         """A batch is done (``ok``: processed; ``part``: only up to these offsets, see
         SettlementTracker.settle): record what became recordable."""
         self._check_process()
-        was_pending, record = self._tracker.settle(batch, ok, part)
-        if not was_pending:
-            return
-        if record and self._committer is not None:
+        committer = self._committer
+        record_to: Callable[[dict[int, int]], None] | None = None
+        if committer is not None:
             if self.group_id is not None or self._multi_topic:  # (topic, partition) keys
                 topic = batch.topic
-                keyed: dict[Any, int] = {(topic, p): last for p, last in record.items()}
-                self._committer.record(keyed)
+
+                def record_keyed(record: dict[int, int]) -> None:
+                    keyed: dict[Any, int] = {(topic, p): last for p, last in record.items()}
+                    committer.record(keyed)
+                record_to = record_keyed
             else:
-                self._committer.record(record)
+                record_to = committer.record
+        # recorded inside the tracker's lock: a revoke (or stop) that waited for this batch
+        # must find its offsets in the committer, else it flushes without them and a late
+        # record is dropped as "no longer assigned" (the new owner reads them again)
+        was_pending, _record = self._tracker.settle(batch, ok, part, record_to)
+        if not was_pending:
+            return
         if self._delivery is not None:
             self._delivery.release()
 

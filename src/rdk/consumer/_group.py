@@ -350,9 +350,10 @@ class TopicTrackers:
     def add(self, batch: Batch) -> None:
         self.of(batch.topic).add(batch)
 
-    def settle(self, batch: Batch, ok: bool,
-               part: dict[int, int] | None = None) -> tuple[bool, dict[int, int]]:
-        return self.of(batch.topic).settle(batch, ok, part)
+    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
+               record_to: Callable[[dict[int, int]], None] | None = None,
+               ) -> tuple[bool, dict[int, int]]:
+        return self.of(batch.topic).settle(batch, ok, part, record_to)
 
     def abandon(self, batch: Batch) -> bool:
         return self.of(batch.topic).abandon(batch)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ._batch import Batch
 
@@ -48,13 +48,16 @@ class SettlementTracker:
             batch._entries = entries
             self.unsettled += 1
 
-    def settle(self, batch: Batch, ok: bool,
-               part: dict[int, int] | None = None) -> tuple[bool, dict[int, int]]:
+    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
+               record_to: Callable[[dict[int, int]], None] | None = None,
+               ) -> tuple[bool, dict[int, int]]:
         """(was it pending, ``{partition: last offset}`` that became recordable).
 
         ``part`` (``{partition: last processed offset}``) settles a batch processed only in
         part: each partition records up to its given offset (nothing if absent), and
-        nothing after it in this run.
+        nothing after it in this run. ``record_to(record)`` is called with a non-empty
+        record before anyone waiting on this tracker can see the batch settled, so a
+        revoke or a stop that waited for it finds its offsets already handed over.
         """
         with self.cond:
             entries = batch._entries
@@ -76,6 +79,8 @@ class SettlementTracker:
             record: dict[int, int] = {}
             for p, _ in entries:
                 self._pop_settled(p, record)
+            if record and record_to is not None:
+                record_to(record)
             return True, record
 
     def abandon(self, batch: Batch) -> bool:
