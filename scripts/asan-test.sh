@@ -5,10 +5,14 @@
 #
 #   bash scripts/asan-test.sh                  # 200 hypothesis examples per test
 #   RDK_FUZZ_EXAMPLES=1000 bash scripts/asan-test.sh [extra pytest args]
+#   bash scripts/asan-test.sh --suite [tests...] # the test suite (default: unit, integration,
+#                                               # reliability) against the instrumented build
 #
 # Any ASan report aborts the run (non-zero exit); UBSan halts on the first error too.
 # In CI it runs when RDK_ASAN=1 is set (see .ci/run); it takes about a minute here.
 set -euo pipefail
+suite=0
+if [[ ${1:-} == --suite ]]; then suite=1; shift; fi
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
@@ -46,5 +50,11 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export PYTHONPATH="$OUT/pkg${PYTHONPATH:+:$PYTHONPATH}"
 export RDK_EXPECT_ASAN=1
 export RDK_FUZZ_EXAMPLES="${RDK_FUZZ_EXAMPLES:-200}"
+if ((suite)); then
+    # the JVM brokers handle SIGSEGV themselves: ASan must not take that signal from them
+    export ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0:allow_user_segv_handler=1"
+    (($#)) || set -- tests/unit tests/integration tests/reliability
+    exec "$PY" -X faulthandler -m pytest -p no:cacheprovider -q "$@"
+fi
 exec "$PY" -X faulthandler -m pytest -p no:cacheprovider -q \
     tests/reliability/test_fuzz_helpers.py "$@"

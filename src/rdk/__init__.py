@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._binding import features, librdkafka_version
+from ._exit import exit_timeout, set_exit_timeout
 from .admin import Admin
 from .consumer import Batch, Consumer
 from .errors import (
@@ -54,8 +55,10 @@ __all__ = [
     "TransactionalOffsetStore",
     "__version__",
     "aio",
+    "exit_timeout",
     "features",
     "librdkafka_version",
+    "set_exit_timeout",
 ]
 
 

@@ -9,6 +9,7 @@ handles. Feature modules talk to C only through this module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -164,7 +165,24 @@ def _set_all(
             message = ffi.string(errstr).decode(errors="replace").strip()
             if is_secret(name):
                 message = message.replace(text, "***")
-            raise ConfigError(f"{what}: {message}")
+            raise ConfigError(f"{what}: {message}{_as_given(name, text, message)}")
+
+
+_CONF_NAMED = re.compile(r'(?:property:?|for) "([^"]+)"')
+
+
+def _as_given(name: str, text: str, message: str) -> str:
+    """What librdkafka's refusal ``message`` leaves out of what the caller gave: the value,
+    and the name when it was an alias (``linger.ms`` is reported as its canonical name
+    ``queue.buffering.max.ms``); "" when the message names both."""
+    named = _CONF_NAMED.findall(message)
+    canonical = named[-1] if named else name
+    shown = "***" if is_secret(name) else text
+    if canonical == name and (f'"{text}"' in message or is_secret(name)
+                              or message.startswith("No such configuration property")):
+        return ""
+    alias = f", an alias of {canonical!r}" if canonical != name else ""
+    return f" (given: {name}={shown!r}{alias})"
 
 
 def _filled(conf: Any, setter: Callable[..., int], destroy: Callable[[Any], None],
@@ -260,8 +278,10 @@ def _destroy(state: dict) -> None:
             log.log(logging.WARNING if timeout >= 0.5 else logging.DEBUG,
                     "rdk: event thread %s is still in a callback; its librdkafka handle "
                     "is freed when that callback returns", thread.name)
-            threading.Thread(target=_destroy_after, args=(thread, state), daemon=True,
-                             name=f"{thread.name}-reaper").start()
+            # at interpreter exit 3.12+ starts no thread: the handle is then left to the OS
+            with contextlib.suppress(RuntimeError):
+                threading.Thread(target=_destroy_after, args=(thread, state), daemon=True,
+                                 name=f"{thread.name}-reaper").start()
             return
     _free(state)
 
@@ -463,6 +483,11 @@ class Client:
     def in_child(self) -> bool:
         """True in a process forked after this client was created."""
         return self.pid != os.getpid()
+
+    def keep_at_exit(self) -> None:
+        """Never free the handle at interpreter exit: a thread is still inside a C call on
+        it (it is still freed as usual once nothing refers to this client)."""
+        self._finalizer.atexit = False
 
     def _orphan(self) -> None:
         """In a forked child: never free the parent's C objects (their threads are gone)."""

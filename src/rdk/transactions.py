@@ -12,19 +12,22 @@ group's committed offsets and leaves committing them to the transactions.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from ._binding import ffi, lib
-from .errors import ClosedError, TransactionError
+from ._binding import ERROR_CODES, Client, ffi, lib
+from .errors import ClosedError, KafkaError, TransactionError
 from .offsets import BrokerOffsetStore
 from .validate import check_topic_name
 
-__all__ = ["GroupMetadata", "TransactionalOffsetStore", "check_offsets", "new_partition_list",
-           "raise_for_error", "transaction_error"]
+__all__ = ["GroupMetadata", "TransactionalOffsetStore", "check_offsets", "check_partitions_exist",
+           "new_partition_list", "raise_for_error", "transaction_error"]
 
 _INT32_MAX = 0x7FFFFFFF
 _INT64_MAX = 2**63 - 1
+_UNKNOWN_TOPIC_OR_PART = ERROR_CODES["UNKNOWN_TOPIC_OR_PART"]
+_METADATA_RECHECK = 0.5  # s: a partition missing from metadata is looked up once more
 
 
 class GroupMetadata:
@@ -154,3 +157,58 @@ def raise_for_error(error: Any, context: str) -> None:
     """Raise TransactionError for a non-NULL ``rd_kafka_error_t *`` (destroying it)."""
     if error != ffi.NULL:
         raise transaction_error(error, context)
+
+
+def _missing(offsets: Mapping[tuple[str, int], int],
+             known: MutableMapping[str, int]) -> list[tuple[str, int]]:
+    return [(t, p) for t, p in offsets if p >= known.get(t, 0)]
+
+
+def _learn(client: Client, known: MutableMapping[str, int], timeout: float) -> bool:
+    """Record every topic's partition count from one all-topics metadata request (never a
+    per-topic one: that would let a producer auto-create a mistyped topic); False if the
+    request failed."""
+    try:
+        topics = client.metadata(None, timeout)
+    except KafkaError:
+        return False
+    for t in topics:
+        if t.error is None:
+            known[t.name] = max(known.get(t.name, 0), len(t.partitions))
+    return True
+
+
+def check_partitions_exist(client: Client, offsets: Mapping[tuple[str, int], int],
+                           known: MutableMapping[str, int], deadline: float,
+                           context: str = "send_offsets_to_transaction") -> None:
+    """TransactionError UNKNOWN_TOPIC_OR_PART naming every (topic, partition) of ``offsets``
+    that the cluster's metadata does not have, before librdkafka is asked.
+
+    librdkafka's ``rd_kafka_send_offsets_to_transaction`` takes the group coordinator's
+    UNKNOWN_TOPIC_OR_PART for a transient state and retries every 500 ms until its timeout,
+    then fails the transaction (abortable); a mistyped topic or partition therefore blocked
+    for the whole timeout. ``known`` ({topic: partition count}, the caller's cache) skips the
+    request for partitions already seen: partitions are never removed from a topic. A
+    partition missing from the first answer is looked up once more (0.5 s later: a topic
+    just created may not be in every broker's metadata yet). When metadata cannot be had
+    before ``deadline`` (time.monotonic()), nothing is refused: librdkafka decides.
+    """
+    missing = _missing(offsets, known)
+    for attempt in range(2):
+        if not missing:
+            return
+        if attempt:
+            time.sleep(min(_METADATA_RECHECK, max(0.0, deadline - time.monotonic())))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not _learn(client, known, remaining):
+            return
+        missing = _missing(offsets, known)
+    if missing:
+        names = ", ".join(
+            f"{t!r} partition {p} (the topic has {known[t]} partitions)" if t in known
+            else f"{t!r} partition {p} (no such topic)" for t, p in sorted(missing))
+        raise TransactionError(
+            _UNKNOWN_TOPIC_OR_PART,
+            f"offsets name partitions the cluster does not have: {names}; nothing was sent "
+            "and the transaction is unchanged",
+            retriable=False, context=context)

@@ -129,3 +129,136 @@ def check_bootstrap_rule(broker: str, driver_options: Mapping[str, Any]) -> None
                 f"driver_options[{name!r}]={driver_options[name]!r} disagrees with broker="
                 f"{broker!r}: the broker argument names the cluster; drop {name!r} from "
                 "driver_options or give the same value")
+
+
+# -- ^regex topic subscriptions ---------------------------------------------------------------
+#
+# librdkafka matches a "^regex" subscription with rd_regex_comp() (src/rdregex.c). Our build
+# has HAVE_REGEX, so that is libc's regcomp(pattern, REG_EXTENDED | REG_NOSUB): POSIX
+# extended regex with the GNU extensions, not Python's ``re``. The pattern is compiled here
+# with the very same call, in the same process (same libc, same locale), and the Python
+# habits that POSIX reads differently without an error are refused as well.
+
+_REG_EXTENDED = 1
+_REG_NOSUB = 8
+# GNU ERE escapes with the meaning Python gives them; \1-\9 are back-references in both.
+_GNU_ESCAPES = frozenset("wWsSbB123456789")
+_ESCAPE_ADVICE = {
+    "d": "use [0-9]",
+    "D": "use [^0-9]",
+    "A": "use ^",
+    "Z": "use $",
+    "z": "use $",
+}
+_libc_regex: Any = None
+
+
+def _libc() -> Any:
+    """libc's regcomp/regerror/regfree (those librdkafka links), or False where absent."""
+    global _libc_regex
+    if _libc_regex is None:
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None)
+            funcs = (libc.regcomp, libc.regerror, libc.regfree)
+        except (OSError, AttributeError):  # not a POSIX libc: librdkafka uses its own regexp.c
+            _libc_regex = False
+        else:
+            funcs[0].argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+            funcs[0].restype = ctypes.c_int
+            funcs[1].argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+            funcs[1].restype = ctypes.c_size_t
+            funcs[2].argtypes = [ctypes.c_void_p]
+            funcs[2].restype = None
+            _libc_regex = funcs
+    return _libc_regex
+
+
+def _posix_compile_error(pattern: str) -> str | None:
+    """regerror()'s text if libc's regcomp(REG_EXTENDED | REG_NOSUB) refuses ``pattern``."""
+    funcs = _libc()
+    if not funcs:
+        return None
+    import ctypes
+
+    regcomp, regerror, regfree = funcs
+    regex_t = (ctypes.c_uint64 * 64)()  # 512 bytes, aligned; glibc's regex_t is 64
+    r = regcomp(regex_t, pattern.encode(), _REG_EXTENDED | _REG_NOSUB)
+    if r == 0:
+        regfree(regex_t)
+        return None
+    text = ctypes.create_string_buffer(256)
+    regerror(r, regex_t, text, len(text))
+    return text.value.decode(errors="replace") or f"regcomp error {r}"
+
+
+def _python_only(pattern: str) -> str | None:
+    """Why ``pattern`` means something else to POSIX ERE than to Python, or None."""
+    i, n = 0, len(pattern)
+    bracket = -1  # index of the '[' that opened the bracket expression we are in
+    interval = False  # inside {m,n}
+    while i < n:
+        c = pattern[i]
+        if bracket >= 0:
+            if c == "\\":
+                return (f"a backslash inside [...] is a literal backslash in POSIX regex, not an "
+                        f"escape ({pattern[bracket:i + 2]!r}); write the characters alone, "
+                        "e.g. [0-9._-], with ] first and - last")
+            if c == "[" and i + 1 < n and pattern[i + 1] in ":.=":  # [:digit:] [.x.] [=x=]
+                end = pattern.find(pattern[i + 1] + "]", i + 2)
+                i = n if end < 0 else end + 2
+                continue
+            if c == "]" and i > bracket + 1 and not (i == bracket + 2 and pattern[bracket + 1] == "^"):
+                bracket = -1
+            i += 1
+            continue
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e.isascii() and e.isalnum() and e not in _GNU_ESCAPES:
+                advice = _ESCAPE_ADVICE.get(e, "write the character itself or a [...] class")
+                return (f"\\{e} is not supported by librdkafka's POSIX extended regex (it matches "
+                        f"a literal {e!r}); {advice}")
+            i += 2
+            continue
+        if c == "[":
+            bracket = i
+        elif c == "{":
+            interval = True
+        elif c == "(" and pattern.startswith("(?", i):
+            return ("(?...) groups (look-around, non-capturing, named, inline flags) are not "
+                    "supported by librdkafka's POSIX extended regex")
+        elif (c in "*+?" or (c == "}" and interval)) and i + 1 < n and pattern[i + 1] in "?+":
+            q = pattern[i] + pattern[i + 1]
+            return (f"{q!r}: lazy and possessive quantifiers are not supported by librdkafka's "
+                    f"POSIX extended regex (it reads {q!r} as two quantifiers in a row); "
+                    f"drop the trailing {pattern[i + 1]!r}")
+        if c == "}":
+            interval = False
+        i += 1
+    return None
+
+
+def check_topic_pattern(pattern: Any, what: str = "topic") -> str:
+    """A ``^regex`` topic subscription in the dialect librdkafka matches it with.
+
+    That is POSIX extended regex as libc's ``regcomp(REG_EXTENDED | REG_NOSUB)`` compiles it
+    (GNU extensions ``\\w \\W \\s \\S \\b \\B`` and back-references included), not Python's
+    ``re``: ``\\d`` is a literal ``d`` there and ``(?!...)`` does not compile. Raises
+    ValueError naming the pattern and the reason for what librdkafka could not compile and
+    for the Python-only forms it would silently read otherwise.
+    """
+    if not isinstance(pattern, str):
+        raise TypeError(f"{what} must be a str, got {type(pattern).__name__}")
+    if not pattern.startswith("^"):
+        raise ValueError(f"{what} pattern {pattern!r}: a topic pattern starts with '^'")
+    if "\0" in pattern:
+        raise ValueError(f"{what} pattern {pattern!r}: contains a NUL character")
+    reason = _python_only(pattern)
+    if reason is None:
+        error = _posix_compile_error(pattern)
+        if error is not None:
+            reason = f"not a valid regular expression in librdkafka's POSIX extended dialect ({error})"
+    if reason is not None:
+        raise ValueError(f"{what} pattern {pattern!r}: {reason}")
+    return pattern

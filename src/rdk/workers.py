@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+from . import _exit
 from .errors import RdkError
 from .validate import check_callable, check_int, check_timeout
 
@@ -432,9 +433,18 @@ class WorkerPool:
         """Launch every worker and the supervising thread; returns at once."""
         if self._thread is not None:
             raise RuntimeError("this WorkerPool was already started")
+        self._pid = os.getpid()
         self._thread = threading.Thread(target=self._supervise, name="rdk-workers", daemon=True)
         self._thread.start()
+        _exit.register(self, _exit.POOLS)
         return self
+
+    def _close_at_exit(self, timeout: float) -> None:
+        """The interpreter exits with this pool running: a graceful stop of every worker
+        (each stops its consumer), waiting up to ``timeout`` (see rdk._exit)."""
+        if not self._done.is_set():
+            log.info("rdk.WorkerPool: stopping the workers at interpreter exit")
+            self.stop(timeout)
 
     def request_stop(self, *, kill: bool = False) -> None:
         """Ask for a graceful stop (``kill=True``: SIGKILL the workers now). Never blocks."""

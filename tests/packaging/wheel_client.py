@@ -62,6 +62,11 @@ def main() -> None:
         with MockCluster(3) as cluster:
             cluster.create_topic("wheel", len(CODECS))
             result = round_trip(cluster.bootstrap_servers, "wheel", {})
+            # left running on purpose: the interpreter must exit 0 with it (rdk._exit), on
+            # every CPython the wheel is installed for (3.12+ starts no thread at exit)
+            left_running = rdk.Consumer(cluster.bootstrap_servers, "wheel",
+                                        tempfile.mkdtemp(), lambda batch: None)
+            left_running.start()
     else:
         ca = sys.argv[3:]
         options = {"security.protocol": "SSL", "ssl.ca.location": ca[0]} if ca else {}

@@ -235,3 +235,44 @@ def test_awaitables_on_a_dead_loop_fail_the_consumer_and_record_nothing(state):
     assert found["ran"] == [], found
     assert "loop" in found["error"] and "_FAIL" in found["error"], found
     assert found["stored"] is None, "offsets must not advance for work that never ran"
+
+
+# ---- issue 24: a stopped consumer says so -----------------------------------------------------
+def test_a_stopped_consumer_refuses_commit_start_run_and_group_metadata_with_closed_error():
+    found = run_script("""
+        mc.create_topic("st", 1)
+        produce("st", 0, 30)
+        d = tempfile.mkdtemp()
+        c = rdk.Consumer(B, "st", d, max_messages_per_callback=10)
+        it = c.batches(timeout=20)
+        first = next(it)
+        second = next(it)          # asking for it committed the first
+        c.stop(10)
+        outcomes = {}
+        for name, call in [("commit", second.commit), ("start", c.start), ("run", c.run)]:
+            try:
+                call()
+                outcomes[name] = "returned"
+            except rdk.ClosedError as e:
+                outcomes[name] = "ClosedError: " + str(e)
+            except BaseException as e:
+                outcomes[name] = type(e).__name__ + ": " + str(e)
+        first.commit()             # settled already: harmless, nothing raised
+        g = rdk.Consumer(B, "st", None, lambda b: None, group_id="st-group")
+        g.stop()
+        try:
+            g.group_metadata()
+            outcomes["group_metadata"] = "returned"
+        except rdk.ClosedError as e:
+            outcomes["group_metadata"] = "ClosedError: " + str(e)
+        except BaseException as e:
+            outcomes["group_metadata"] = type(e).__name__ + ": " + str(e)
+        done(outcomes=outcomes, stored=stored(d, "st", 0), first_last=first.offsets[0][1])
+    """)
+    outcomes = found["outcomes"]
+    assert outcomes["commit"].startswith("ClosedError"), outcomes
+    assert "not recorded" in outcomes["commit"] and "delivered again" in outcomes["commit"]
+    for name in ("start", "run", "group_metadata"):
+        assert outcomes[name].startswith("ClosedError") and "stopped" in outcomes[name], outcomes
+    # only what was committed before the stop is recorded: the second batch is read again
+    assert found["stored"] == found["first_last"] == 9

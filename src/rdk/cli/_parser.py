@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from ..errors import RdkError
+from ..errors import ConfigError, KafkaError, RdkError
 from ..validate import check_broker, check_topic_name
 from ._bench import cmd_bench
 from ._consume import cmd_consume
@@ -22,7 +22,7 @@ from ._mock import cmd_mock
 from ._offsets import cmd_offsets_set, cmd_offsets_show
 from ._produce import cmd_produce
 from ._stats import cmd_stats
-from ._ui import UsageError, eprint
+from ._ui import UsageError, eprint, folded_log_lines
 from ._version import cmd_version
 
 
@@ -167,6 +167,7 @@ a consumer holds DIR's lock.""",
     "mock": """examples:
   rdk mock
   rdk mock --brokers 1 --topic events:8 --topic logs:2
+  rdk mock --kind kafka --topic events:8
 
 prints RDK_BROKERS=host:port,... then serves until interrupted (Ctrl-C).""",
     "version": """examples:
@@ -314,10 +315,10 @@ def _add_stats(add: _Add) -> None:
 
 
 def _add_mock(add: _Add) -> None:
-    from .. import mock
+    from ..testing._serve import build_parser as broker_parser  # light: no broker class imported
 
-    m = add("mock", "Serve librdkafka's mock cluster in the foreground until interrupted.",
-            parents=[mock.build_parser("rdk mock")], add_help=False)
+    m = add("mock", "Serve an embedded broker (mock cluster, Tansu, Apache Kafka) until interrupted.",
+            parents=[broker_parser("rdk mock")], add_help=False)
     m.set_defaults(run=cmd_mock)
 
 
@@ -337,18 +338,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(build_parser(), list(sys.argv[1:] if argv is None else argv))
     prog = " ".join(["rdk", args.command] + ([args.offsets_command]
                                                 if getattr(args, "offsets_command", None) else []))
-    try:
-        return args.run(args)
-    except UsageError as e:
-        eprint(f"{prog}: error: {e} (see {prog} --help)")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # stdout's reader went away (e.g. `| head`): not an error of ours
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except (OSError, ValueError, RuntimeError, RdkError) as e:  # one line, not a traceback
-        eprint(f"{prog}: error: {e}")
-        return 1
+    with folded_log_lines():  # rdk's warnings: each distinct one once, repeats counted
+        try:
+            return args.run(args)
+        except UsageError as e:
+            eprint(f"{prog}: error: {e} (see {prog} --help)")
+            return 2
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            # stdout's reader went away (e.g. `| head`): not an error of ours
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except (OSError, ValueError, RuntimeError, RdkError) as e:  # one line, not a traceback
+            eprint(f"{prog}: error: {_error_text(e, args)}")
+            return 1
+
+
+# errors that mean "no broker answered": the last line names the brokers given
+_UNREACHABLE = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_TIMED_OUT"})
+
+
+def _error_text(e: BaseException, args: argparse.Namespace) -> str:
+    """The one-line message of a failed command, in the command line's own terms."""
+    text = str(e)
+    if isinstance(e, ConfigError) and text.startswith("driver_options: "):
+        return "-X: " + text[len("driver_options: "):]  # librdkafka refused a -X property
+    brokers = getattr(args, "brokers", None)
+    if (isinstance(e, KafkaError) and e.name in _UNREACHABLE and brokers
+            and brokers not in text):
+        text += f" (broker {brokers}: is it running and reachable?)"
+    return text

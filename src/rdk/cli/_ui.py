@@ -7,8 +7,12 @@ argparse's own errors (one line, exit code 2).
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,13 +25,103 @@ class UsageError(Exception):
 
 
 def eprint(text: str) -> None:
-    """One line on stderr, flushed at once."""
+    """One line on stderr, flushed at once (after the count lines of the repeated log
+    messages that came before it, so that a summary or an error line comes last)."""
+    if _folding is not None:
+        _folding.report_repeats()
     print(text, file=sys.stderr, flush=True)
 
 
 def driver_options(args: Any) -> dict[str, str]:
     """The ``-X KEY=VALUE`` librdkafka properties of a command (a later KEY wins)."""
     return dict(getattr(args, "properties", None) or ())
+
+
+# ---- log lines: each distinct one once, its repeats counted ---------------------------------
+
+# what differs between repeats of one message: numbers outside host:port, and the counts
+# librdkafka and rdk append of the repeats they held back themselves
+_ADDRESS_OR_NUMBER = re.compile(r"([A-Za-z0-9_.\-\[\]]+:\d+)|\d+")
+_HELD_BACK = re.compile(r", (\d+) identical error\(s\) suppressed|"
+                        r" \(and (\d+) more like it in the last [\d.]+ s\)")
+REPEAT_REPORT_INTERVAL = 60.0  # s: a message that keeps coming is counted at most this often
+
+
+def _repeat_key(text: str) -> tuple[str, int]:
+    """(the key under which repeats of ``text`` are counted, how many it stands for)."""
+    held = sum(int(a or b) for a, b in _HELD_BACK.findall(text))
+    key = _ADDRESS_OR_NUMBER.sub(lambda m: m.group(1) or "#", _HELD_BACK.sub("", text))
+    return key, 1 + held
+
+
+class RepeatFoldingHandler(logging.Handler):
+    """stderr lines of rdk's loggers for the CLI: each distinct message (numbers aside) once,
+    when it first happens; its repeats are counted and shown as one line ``... (repeated N
+    more times)`` at the end of the command (and once a minute while they keep coming),
+    never one line each."""
+
+    def __init__(self, stream: IO[str] | None = None, interval: float = REPEAT_REPORT_INTERVAL):
+        super().__init__(logging.WARNING)
+        self.stream = stream
+        self.interval = interval
+        self._seen: dict[str, list] = {}  # key -> [first text, repeats not yet shown, shown at]
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def _write(self, text: str) -> None:
+        stream = self.stream or sys.stderr
+        stream.write(text + "\n")
+        stream.flush()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            key, count = _repeat_key(text.splitlines()[0] if text else text)
+            now = time.monotonic()
+            with self.lock or contextlib.nullcontext():
+                entry = self._seen.get(key)
+                if entry is None:
+                    self._seen[key] = [text, count - 1, now]
+                    self._write(text)
+                    return
+                entry[1] += count
+                if now - entry[2] >= self.interval:
+                    self._write(f"{entry[0]} (repeated {entry[1]} more times)")
+                    entry[1], entry[2] = 0, now
+        except Exception:  # noqa: BLE001 - logging's own policy for a failing handler
+            self.handleError(record)
+
+    def report_repeats(self) -> None:
+        """One line ``first text (repeated N more times)`` per message repeated since it was last shown."""
+        with self.lock or contextlib.nullcontext():
+            for entry in self._seen.values():
+                if entry[1]:
+                    self._write(f"{entry[0]} (repeated {entry[1]} more times)")
+                    entry[1] = 0
+
+    def seen(self) -> list[str]:
+        """The first text of every distinct message handled."""
+        with self.lock or contextlib.nullcontext():
+            return [entry[0] for entry in self._seen.values()]
+
+
+@contextlib.contextmanager
+def folded_log_lines() -> Iterator[RepeatFoldingHandler]:
+    """Show rdk's warnings and errors (logger ``rdk`` and below) through a
+    RepeatFoldingHandler for the duration of a command, then report the repeats."""
+    global _folding
+    logger = logging.getLogger("rdk")
+    handler = RepeatFoldingHandler()
+    logger.addHandler(handler)
+    previous, _folding = _folding, handler
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        _folding = previous
+        handler.report_repeats()
+
+
+_folding: RepeatFoldingHandler | None = None  # the handler of the running command
 
 
 def use_rich(stream: IO, forced: bool = False) -> bool:

@@ -48,9 +48,12 @@ class Batch:
         return {p: (first, last) for p, first, last, _ in self._parts}
 
     def commit(self) -> None:
-        """Record this batch as processed (its offsets are stored once earlier ones are)."""
+        """Record this batch as processed (its offsets are stored once earlier ones are).
+
+        Raises ClosedError once its consumer is stopped (nothing can be recorded then: the
+        batch is delivered again after a restart). Committing a batch twice is harmless."""
         if self._settle is not None:
-            self._settle(self, True)
+            self._settle(self, True, None, True)
 
     def _commit_part(self, part: dict[int, int]) -> None:
         """Record this batch as processed only up to ``{partition: last offset}`` (nothing of

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import re
 import threading
 import time
 import warnings
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import _binding, _partitions, offsets, slots, stats
+from .. import _binding, _exit, _partitions, offsets, slots, stats
 from .._binding import ffi, lib
 from .._fetch import GroupFetcher
 from ..errors import ClosedError, ConfigError, KafkaError
@@ -33,6 +32,7 @@ from ..validate import (
     check_options,
     check_timeout,
     check_topic_name,
+    check_topic_pattern,
     check_wait,
 )
 from ._batch import Batch
@@ -49,7 +49,7 @@ from ._group import (
 )
 from ._loop_thread import LoopThread, is_event_loop
 from ._pipeline import FetchPipeline
-from ._tracker import SettlementTracker
+from ._tracker import SettlementTracker, is_pending
 
 if TYPE_CHECKING:
     import asyncio
@@ -247,9 +247,14 @@ class Consumer:
         answer fails after that wait, with an error naming the broker and the wait.
         ``loop=`` closed: ValueError."""
         self._check_process()
+        self._check_not_stopped("start()")
         if self._receive_callback is None:
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         return self._open("callback")
+
+    def _check_not_stopped(self, what: str) -> None:
+        if self._state in ("stopping", "closed"):
+            raise ClosedError(f"{what}: this Consumer of {self.topic!r} is stopped; make a new one")
 
     def _open(self, mode: str) -> list[Any]:
         with self._state_lock:
@@ -267,6 +272,7 @@ class Consumer:
                 raise
             self._mode = mode
             self._state = "running"
+            _exit.register(self, _exit.CONSUMERS)
             if not self._running.is_set():  # pause() came before start()
                 self._pause_resume(True)
             pipeline.start_thread(f"rdk-fetch-{self.topic}")
@@ -527,6 +533,7 @@ class Consumer:
         or the Future/awaitable it returned, ended with a BaseException such as SystemExit:
         that exception is the error's ``__cause__``).
         """
+        self._check_not_stopped("run()")
         self.start()
         try:
             while not self._closed_event.wait(0.25):
@@ -616,6 +623,14 @@ class Consumer:
             with self._state_lock:
                 self._state = "closed"
             self._closed_event.set()
+            _exit.unregister(self, _exit.CONSUMERS)
+
+    def _close_at_exit(self, timeout: float) -> None:
+        """The interpreter exits with this consumer running: ``stop(timeout)`` (rdk._exit)."""
+        if self._state in ("running", "stopping"):
+            self.logger.info("consumer of %s: stopping at interpreter exit (up to %.1f s)",
+                             self.topic, timeout)
+            self.stop(timeout)
 
     def _wait_settled(self, until: float) -> bool:
         """Wait (until monotonic ``until``) for in-flight batches; awaitables on a loop that
@@ -652,6 +667,10 @@ class Consumer:
         if self._client is not None and fetch_ended:
             self._client.close(5.0 if deadline is None else max(0.0, deadline - time.monotonic()))
             self._client = None
+        elif self._client is not None:
+            # the fetch thread is inside a C call on this handle: it is freed when the
+            # thread ends and lets go of it, never at interpreter exit under the thread
+            self._client.keep_at_exit()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -733,10 +752,16 @@ class Consumer:
                 self._running.set()
 
     # ---- settling --------------------------------------------------------------------
-    def _settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None) -> None:
+    def _settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
+                by_user: bool = False) -> None:
         """A batch is done (``ok``: processed; ``part``: only up to these offsets, see
-        SettlementTracker.settle): record what became recordable."""
+        SettlementTracker.settle): record what became recordable. ``by_user``: the user's
+        ``batch.commit()``, which raises ClosedError once the consumer can record nothing."""
         self._check_process()
+        if by_user and self._tracker.closed and is_pending(batch):
+            raise ClosedError(
+                f"batch.commit(): this Consumer of {self.topic!r} is stopped, so this batch's "
+                f"offsets {batch.offsets} were not recorded; it is delivered again after a restart")
         committer = self._committer
         record_to: Callable[[dict[int, int]], None] | None = None
         if committer is not None:
@@ -930,6 +955,7 @@ class Consumer:
         if self.group_id is None:
             raise ValueError("group_metadata() needs group mode (group_id=...): a worker-slot "
                              "consumer is not a group member")
+        self._check_not_stopped("group_metadata()")
         if self._client is None or self._state != "running":
             raise RuntimeError("group_metadata() needs a started consumer (start() or batches())")
         from ..transactions import GroupMetadata
@@ -958,11 +984,8 @@ def _check_topics(topic: Any, group: bool) -> tuple[list[str], str | None]:
     if isinstance(topic, str) and topic.startswith("^"):
         if not group:
             raise ValueError(f"topic {topic!r}: a ^regex subscription needs group mode (group_id=...)")
-        try:
-            re.compile(topic)
-        except re.error as e:
-            raise ValueError(f"topic {topic!r} is not a valid regular expression: {e}") from None
-        return [], topic
+        # librdkafka's dialect (POSIX extended, libc regcomp), not Python's re
+        return [], check_topic_pattern(topic)
     if isinstance(topic, str):
         return [check_topic_name(topic)], None
     if not isinstance(topic, (list, tuple)):

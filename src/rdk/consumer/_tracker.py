@@ -20,6 +20,12 @@ _PENDING, _OK, _FAILED, _CUT = 0, 1, 2, 3  # _CUT: processed up to its offset, n
 _SETTLED = object()  # a Batch's bookkeeping once it has settled
 
 
+def is_pending(batch: Batch) -> bool:
+    """Whether ``batch`` was handed out and has not settled (or been abandoned) yet."""
+    entries = batch._entries
+    return entries is not None and entries is not _SETTLED
+
+
 class SettlementTracker:
     """Per partition, the settled prefix of delivered batches; says what may be recorded."""
 

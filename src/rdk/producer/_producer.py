@@ -15,10 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from typing import Any
 
-from .. import _binding
+from .. import _binding, _exit
 from .._binding import ffi, lib
 from ..errors import ClosedError, ConfigError, KafkaError, QueueFullError, TransactionError
-from ..transactions import GroupMetadata, check_offsets, new_partition_list, raise_for_error
+from ..transactions import (
+    GroupMetadata,
+    check_offsets,
+    check_partitions_exist,
+    new_partition_list,
+    raise_for_error,
+)
 from ..validate import (
     check_bootstrap_rule,
     check_broker,
@@ -164,6 +170,7 @@ class Producer:
         self._fatal: KafkaError | None = None
         self._topics_ok: set[str] = set()
         self._txn_calls = 0  # transaction calls inside librdkafka (guarded by _cond)
+        self._txn_partitions: dict[str, int] = {}  # topic -> partitions seen in metadata
         self._close_deferred = False  # stop() left the handle to the last of them
         self._client = _binding.Client(
             "producer", props, topic_props,
@@ -171,6 +178,7 @@ class Producer:
             on_error=self._on_error, on_poll=self._on_poll,
         )
         self._rk = self._client.rk
+        _exit.register(self, _exit.PRODUCERS)
 
     # -- sending ---------------------------------------------------------------
     def send(
@@ -376,7 +384,13 @@ class Producer:
         ``Consumer.group_metadata()`` of the group-mode consumer that read them. The
         offsets become the group's committed offsets only if the transaction commits.
         Blocks up to ``timeout`` seconds (not from a producer callback).
+
+        A (topic, partition) the cluster does not have raises TransactionError
+        ``UNKNOWN_TOPIC_OR_PART`` naming it at once, leaving the transaction usable (checked
+        against one metadata request for topics this producer has not seen yet; librdkafka
+        alone would retry until ``timeout`` and then fail the transaction).
         """
+        start = time.monotonic()
         checked = check_offsets(offsets)
         if not isinstance(group_metadata, GroupMetadata):
             raise TypeError("group_metadata must be an rdk.GroupMetadata (from "
@@ -385,6 +399,8 @@ class Producer:
         parts = new_partition_list(checked)
         with group_metadata._lock:  # close() of the metadata waits for this call
             cgmd = group_metadata._pointer()
+            check_partitions_exist(self._client, checked, self._txn_partitions, start + ms / 1000)
+            ms = max(0, ms - int((time.monotonic() - start) * 1000))
             self._txn_call("send_offsets_to_transaction",
                            lib.rd_kafka_send_offsets_to_transaction, parts, cgmd, ms)
 
@@ -450,7 +466,10 @@ class Producer:
         self._ledger.on_deliveries(d)
 
     def _on_poll(self) -> None:
-        self._balancers.run_lookups(self._client)
+        client = self.__dict__.get("_client")
+        if client is None:  # the event thread polls before __init__ has stored the client
+            return
+        self._balancers.run_lookups(client)
         self._ledger.serve_pending()
 
     def _on_stats(self, stats: dict) -> None:
@@ -550,8 +569,21 @@ class Producer:
                             "librdkafka handle is freed when it returns")
         if not self._close_deferred:
             self._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
+        _exit.unregister(self, _exit.PRODUCERS)
         with self._cond:
             return FlushResult(left, self._ledger.take_failed())
+
+    def _close_at_exit(self, timeout: float) -> None:
+        """The interpreter exits with this producer open: ``stop(timeout)``, and say what was
+        not delivered (see rdk._exit)."""
+        if self._closing:
+            return
+        result = self.stop(timeout)
+        if result:
+            log.warning("rdk.Producer at interpreter exit: %d message(s) not delivered (%d still "
+                        "queued at the %.1f s exit deadline, %d failed); call flush() or stop() "
+                        "before the program ends", int(result), result.queued, timeout,
+                        result.failed)
 
     def close(self) -> None:
         """Same as ``stop()`` (drains for up to 15 s, then closes)."""
