@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything rdk needs on a fresh Debian bookworm machine (root, Python 3.11), idempotently:
-# Debian packages, the pinned librdkafka in .deps/, a virtual environment in .venv with
-# rdk installed editable plus its test, spark and bench extras.
+# Debian packages, the pinned librdkafka in .deps/, Apache Kafka's jars in .deps/kafka-<version>/libs
+# (for rdk.testing.KafkaCluster), a virtual environment in .venv with rdk installed editable
+# plus its test, spark and bench extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ packages=(build-essential pkg-config python3-venv python3-dev libssl-dev zlib1g-
           liblz4-dev stunnel4 openssl procps)
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
 command -v npm >/dev/null || packages+=(npm)
+command -v mvn >/dev/null || packages+=(maven)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,6 +23,24 @@ if ((${#missing[@]})); then
 fi
 
 scripts/build-librdkafka.sh
+
+# Apache Kafka's broker, tools and a log4j2 backend (scripts/kafka/pom.xml pins the release), copied
+# from Maven Central (through ~/.m2) into .deps/kafka-<version>/libs. The stamp holds the pom's
+# checksum: while it matches, nothing is asked of Maven or the network.
+kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml)
+kafka_dir=.deps/kafka-$kafka_version
+kafka_sum=$(sha256sum scripts/kafka/pom.xml | cut -d' ' -f1)
+if [[ $(cat "$kafka_dir/.rdk-fetched" 2>/dev/null) != "$kafka_sum" ]]; then
+  echo "setup: fetching Apache Kafka $kafka_version jars with Maven"
+  rm -rf "$kafka_dir"
+  mkdir -p "$kafka_dir"
+  if ! mvn -q -B -Dstyle.color=never -f scripts/kafka/pom.xml dependency:copy-dependencies \
+         -DoutputDirectory="$PWD/$kafka_dir/libs.partial" -DincludeScope=runtime >"$kafka_dir/mvn.log" 2>&1; then
+    cat "$kafka_dir/mvn.log" >&2; echo "setup: fetching Apache Kafka's jars failed" >&2; exit 1
+  fi
+  mv "$kafka_dir/libs.partial" "$kafka_dir/libs"
+  echo "$kafka_sum" >"$kafka_dir/.rdk-fetched"
+fi
 
 python=${PYTHON:-python3}
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv

@@ -1,12 +1,15 @@
 """Shared fixtures: real brokers the tests start themselves (or RDK_BROKERS).
 
-- ``broker``: parameterised over the broker kinds available here — librdkafka's mock
-  cluster and Tansu (session-scoped), Apache Kafka in Docker where an engine exists
-  (skipped with the reason otherwise). With RDK_BROKERS set, only that cluster.
+- ``broker``: parameterised over the broker kinds in ``BROKER_KINDS`` — librdkafka's mock
+  cluster, Tansu and Apache Kafka (a 1-node ``KafkaCluster``), each started once per session
+  on first use. With RDK_BROKERS set, only that cluster (param id "external").
 - ``tansu``: the session's Tansu broker (the same one ``broker`` uses).
+- ``kafka_cluster``: the session's 1-node Apache Kafka (skipped with the reason when its jars
+  or java are missing: scripts/setup.sh fetches them).
 - ``mock_cluster``: a fresh mock cluster per test, for fault injection.
 - ``new_topic``: makes a fresh, uniquely named topic on a broker.
 
+The kinds and how each starts come from rdk.testing's registry (``rdk.testing.KINDS``).
 Plain helpers (``wait_until``, the consumer tests' ``produce``/``Collector``...) are in
 tests/helpers.py, importable from every test directory as ``helpers``.
 """
@@ -18,25 +21,26 @@ import uuid
 
 import pytest
 
-from rdk.mock import DockerKafka, MockCluster, TansuBroker, docker_available
+from rdk.errors import RdkError
+from rdk.testing import KINDS, MockCluster, RunningCluster, open_broker
 
-BROKER_KINDS = ["mock", "tansu", "docker"]
+BROKER_KINDS = ["mock", "tansu", "kafka"]
+assert set(BROKER_KINDS) <= set(KINDS)
 
 
-class ExternalBroker:
-    kind = "external"
+def kafka_unavailable() -> str | None:
+    """Why Apache Kafka cannot start here (no jars, no java), or None."""
+    import shutil
 
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap_servers = bootstrap
+    from rdk.testing import kafka_libs
 
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        from rdk import Admin
-
-        with Admin(self.bootstrap_servers) as admin:
-            admin.create_topics({name: partitions}, exist_ok=True)
-
-    def close(self) -> None:
-        pass
+    try:
+        kafka_libs()
+    except RdkError as e:
+        return str(e)
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        return "no java runtime (scripts/setup.sh installs one)"
+    return None
 
 
 class SessionBrokers:
@@ -52,16 +56,11 @@ class SessionBrokers:
 
     @staticmethod
     def _start(kind: str):
-        if kind == "mock":
-            return MockCluster(3)
-        if kind == "tansu":
-            return TansuBroker()
-        if kind == "docker":
-            ok, why = docker_available()
-            if not ok:
-                pytest.skip(f"Apache Kafka via testcontainers: {why}")
-            return DockerKafka()
-        raise ValueError(kind)
+        if kind == "kafka":
+            why = kafka_unavailable()
+            if why:
+                pytest.skip(f"Apache Kafka: {why}")
+        return open_broker(kind)  # mock: 3 brokers; tansu; kafka: 1 node
 
     def close(self) -> None:
         while self._started:
@@ -85,7 +84,7 @@ def _broker_params():
 def broker(request, _brokers):
     """One running broker of each kind, shared by the session."""
     if request.param == "external":
-        return ExternalBroker(os.environ["RDK_BROKERS"])
+        return RunningCluster(os.environ["RDK_BROKERS"])
     return _brokers.get(request.param)
 
 
@@ -100,6 +99,12 @@ def mock_cluster():
 def tansu(_brokers):
     """The session's Tansu broker, for tests that need a real broker process."""
     return _brokers.get("tansu")
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(_brokers):
+    """The session's 1-node Apache Kafka (rdk.testing.KafkaCluster); do not hurt it."""
+    return _brokers.get("kafka")
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """rdk.Admin.create_partitions: argument checks, the error of brokers that cannot add
 partitions, and growing topics on Apache Kafka.
 
-Which brokers add partitions: Apache Kafka does (testcontainers, or the RDK_BROKERS cluster;
-skipped with the reason where there is no Docker engine). Tansu answers every CreatePartitions
+Which brokers add partitions: Apache Kafka does (the session's KafkaCluster, or the
+RDK_BROKERS cluster; skipped with the reason where its jars are missing). Tansu answers every CreatePartitions
 request with _UNSUPPORTED_FEATURE (it does not implement KIP-195). librdkafka's mock cluster
 never answers it: the request waits for a controller until its timeout (_TIMED_OUT).
 """
@@ -25,11 +25,11 @@ def name(prefix="parts"):
 
 @pytest.fixture
 def kafka(_brokers):
-    """Apache Kafka: the RDK_BROKERS cluster when set, else the session's testcontainers
-    broker (tests/conftest.py; skipped with the reason when no Docker engine answers)."""
+    """Apache Kafka: the RDK_BROKERS cluster when set, else the session's 1-node KafkaCluster
+    (tests/conftest.py; skipped with the reason when its jars or java are missing)."""
     if os.environ.get("RDK_BROKERS"):
         return RunningCluster(os.environ["RDK_BROKERS"])
-    return _brokers.get("docker")
+    return _brokers.get("kafka")
 
 
 # -- arguments: checked before any request -------------------------------------------------

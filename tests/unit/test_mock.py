@@ -1,7 +1,9 @@
-"""rdk.mock's embedded brokers check their arguments as every public entry point does."""
+"""The embedded brokers (rdk.testing, re-exported by rdk.mock) check their arguments as every
+public entry point does; the registry of kinds is the one the CLI and scripts read."""
 
 from __future__ import annotations
 
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -9,7 +11,13 @@ import textwrap
 import pytest
 from helpers import wait_until
 
+import rdk.mock
+import rdk.testing
+from rdk.errors import RdkError
 from rdk.mock import MockCluster, TansuBroker
+from rdk.testing import KAFKA_VERSION, KINDS, KafkaCluster, kafka_libs, open_broker, start_broker
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("value,exc", [("3", TypeError), (True, TypeError), (0, ValueError)])
@@ -77,3 +85,65 @@ def test_servers_die_with_a_killed_test_process():
         proc.kill()
         proc.wait(10)
     wait_until(lambda: not any(_alive(p) for p in pids), 15, "the servers to exit")
+
+
+def test_rdk_mock_re_exports_the_testing_package():
+    for name in ("MockCluster", "MockClusterProcess", "TansuBroker", "S3Server", "KafkaCluster",
+                 "RunningCluster", "EmbeddedBroker", "start_broker", "free_port", "main", "serve"):
+        assert getattr(rdk.mock, name) is getattr(rdk.testing, name), name
+
+
+def test_the_registry_names_every_kind_and_checks_node_counts():
+    assert list(KINDS) == ["mock", "tansu", "tansu-durable", "kafka"]
+    with pytest.raises(ValueError, match="unknown broker kind 'nope': expected one of mock, tansu"):
+        open_broker("nope")
+    with pytest.raises(ValueError, match=r"a tansu broker has 1\.\.1 nodes, got 2"):
+        open_broker("tansu", 2)
+    with pytest.raises(ValueError, match=r"a kafka broker has 1\.\.9 nodes, got 10"):
+        start_broker("kafka", num_brokers=10)
+    with pytest.raises(TypeError, match="kind must be str"):
+        start_broker(3)  # type: ignore[arg-type]
+
+
+def test_python_m_rdk_mock_lists_the_registry_kinds_and_refuses_a_bad_count():
+    out = subprocess.run([sys.executable, "-m", "rdk.mock", "--list-kinds"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert out.split() == list(KINDS)
+    bad = subprocess.run([sys.executable, "-m", "rdk.mock", "--kind", "tansu", "--brokers", "2"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "a tansu broker has 1..1 nodes, got 2" in bad.stderr
+
+
+def test_building_the_cli_parser_imports_no_broker_module():
+    code = ("import sys, rdk.cli; rdk.cli.build_parser(); "
+            "print(sorted(m for m in sys.modules if m == 'rdk.mock' or m.startswith('rdk.testing.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "['rdk.testing._kinds', 'rdk.testing._serve']"
+
+
+def test_kafka_version_is_the_one_the_pom_pins():
+    pom = (REPO / "scripts" / "kafka" / "pom.xml").read_text()
+    assert f"<kafka.version>{KAFKA_VERSION}</kafka.version>" in pom
+
+
+@pytest.mark.parametrize("kwargs,exc,pattern", [
+    ({"num_brokers": 0}, ValueError, "num_brokers"),
+    ({"num_brokers": "1"}, TypeError, "num_brokers"),
+    ({"listeners": "SSL"}, TypeError, "listeners must be a sequence"),
+    ({"listeners": ("TLS",)}, ValueError, "unknown listener 'TLS'"),
+    ({"sasl_users": [("a", "b")]}, TypeError, "sasl_users must be a mapping"),
+    ({"sasl_users": {"alice": 'se"cret'}}, ValueError, "password of sasl user 'alice'"),
+    ({"config": {1: 2}}, TypeError, "config keys"),
+    ({"version": "latest"}, ValueError, "version must be like"),
+])
+def test_kafka_cluster_checks_its_arguments_before_starting(kwargs, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        KafkaCluster(**kwargs)
+
+
+def test_kafka_cluster_without_jars_says_to_run_setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("RDK_KAFKA_LIBS", str(tmp_path))
+    with pytest.raises(RdkError, match=r"RDK_KAFKA_LIBS=.* holds no kafka_2\.13"):
+        KafkaCluster()
+    with pytest.raises(RdkError, match=r"Apache Kafka 0\.0\.1's jars are not in .*run scripts/setup.sh"):
+        kafka_libs("0.0.1")

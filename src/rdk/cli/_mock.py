@@ -1,4 +1,4 @@
-"""``rdk mock``: serve librdkafka's mock cluster in the foreground (see rdk.mock)."""
+"""``rdk mock``: serve an embedded broker in the foreground (see rdk.testing)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,15 @@ from ._ui import UsageError
 
 
 def cmd_mock(args: argparse.Namespace) -> int:
-    """Serve ``args.brokers`` mock brokers with ``args.topic`` topics until interrupted."""
-    from .. import mock
+    """Serve a broker of ``args.kind`` (``args.brokers`` nodes) with ``args.topic`` topics
+    until interrupted."""
+    from ..testing import _kinds, _serve
 
-    if args.brokers < 1:
-        raise UsageError(f"--brokers must be >= 1, got {args.brokers}")
-    return mock.serve(args.brokers, args.topic)
+    if args.list_kinds:
+        print(" ".join(_kinds.KINDS))
+        return 0
+    try:
+        _kinds.KINDS[args.kind].check_brokers(args.brokers)
+    except (KeyError, ValueError) as e:
+        raise UsageError(f"--brokers: {e}") from None
+    return _serve.serve(args.brokers, args.topic, kind=args.kind)

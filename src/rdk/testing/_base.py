@@ -1,0 +1,39 @@
+"""The small interface every embedded broker offers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["EmbeddedBroker", "create_topics"]
+
+
+class EmbeddedBroker:
+    """What every embedded broker offers: ``bootstrap_servers``, ``create_topic(name,
+    partitions=1)``, ``close()`` (idempotent) and a context manager that closes it."""
+
+    bootstrap_servers: str
+    kind: str = "?"
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {getattr(self, 'bootstrap_servers', '?')}>"
+
+
+def create_topics(bootstrap: str, topics: Mapping[str, int]) -> None:
+    """Create ``topics`` ({name: partitions}) where missing, through rdk's Admin."""
+    from ..admin import Admin
+
+    if topics:
+        with Admin(bootstrap) as admin:
+            admin.create_topics(dict(topics), exist_ok=True)

@@ -1,0 +1,207 @@
+"""librdkafka's mock cluster: ``MockCluster`` in this process (with its fault-injection
+calls as methods) and ``MockClusterProcess``, the same served by ``python -m rdk.mock`` in
+a child process (its broker threads never share a measured interpreter)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .. import _binding
+from .._binding import ERROR_CODES, check, ffi, lib
+from ..errors import RdkError
+from ..validate import check_choice, check_int, check_timeout, check_topic_name
+from ._base import EmbeddedBroker
+from ._process import first_line, server_process, stop_process
+
+__all__ = ["API_KEYS", "MAX_MOCK_BROKERS", "MockCluster", "MockClusterProcess"]
+
+# Kafka protocol request types, for push_request_errors().
+API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
+            "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
+            "ApiVersions": 18, "CreateTopics": 19, "InitProducerId": 22,
+            "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26,
+            "TxnOffsetCommit": 28}
+
+MAX_MOCK_BROKERS = 1024  # each mock broker is a listener and a thread in this process
+
+
+def _error_code(err: int | str) -> int:
+    if isinstance(err, str):
+        name = err.removeprefix("RD_KAFKA_RESP_ERR_")
+        if name not in ERROR_CODES:
+            raise ValueError(f"unknown librdkafka error name {err!r}")
+        return ERROR_CODES[name]
+    return check_int(err, "error code", minimum=-(2**31), maximum=2**31 - 1)
+
+
+def _api_key(api: int | str) -> int:
+    if isinstance(api, str):
+        return API_KEYS[check_choice(api, "api", tuple(API_KEYS))]
+    return check_int(api, "api", minimum=0, maximum=2**15 - 1)
+
+
+def _check_partition(topic: str, partition: int) -> None:
+    check_topic_name(topic)
+    check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
+
+
+def _destroy_mock(holder: list[Any], client: _binding.Client) -> None:
+    """The mock cluster first, then the handle that owns it (librdkafka's required order).
+    In a forked child neither is touched: they are the parent's."""
+    mc, holder[0] = holder[0], None
+    if client.in_child:
+        client.close()
+        return
+    if mc is not None:
+        lib.rd_kafka_mock_cluster_destroy(mc)
+    client.close()
+
+
+class MockCluster(EmbeddedBroker):
+    """librdkafka's mock cluster with ``num_brokers`` brokers (ids 1..num_brokers).
+
+    It keeps only about 5 MiB or 100k message sets per partition (older data is
+    deleted), has no timestamp lookups and no CreateTopics: topics come from
+    ``create_topic`` (or auto-creation on first use).
+    """
+
+    kind = "mock"
+
+    def __init__(self, num_brokers: int = 3) -> None:
+        check_int(num_brokers, "num_brokers", minimum=1, maximum=MAX_MOCK_BROKERS)
+        self.num_brokers = num_brokers
+        # The handle only keeps the cluster's books; its event thread drains logs.
+        self._client = _binding.Client("producer", {"log_level": 3})
+        mc = lib.rd_kafka_mock_cluster_new(self._client.rk, num_brokers)
+        if mc == ffi.NULL:
+            self._client.close()
+            raise RdkError("rd_kafka_mock_cluster_new failed")
+        self.bootstrap_servers = ffi.string(lib.rd_kafka_mock_cluster_bootstraps(mc)).decode()
+        self._lock = threading.Lock()
+        # librdkafka aborts the process if the handle is destroyed while it still owns a mock
+        # cluster. One finalizer owns both, in that order: it holds the client (so the
+        # client's own finalizer cannot run first, by garbage collection or at exit) and
+        # the client's exit hook is switched off.
+        self._holder: list[Any] = [mc]
+        self._client._finalizer.atexit = False
+        self._finalizer = weakref.finalize(self, _destroy_mock, self._holder, self._client)
+
+    @property
+    def _mc(self) -> Any:
+        return self._holder[0]
+
+    @property
+    def _cluster(self) -> Any:
+        self._client.ensure_open()  # ClosedError in a forked child
+        mc = self._mc
+        if mc is None:
+            raise RdkError("mock cluster is closed")
+        return mc
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1) -> None:
+        check_topic_name(name)
+        check_int(partitions, "partitions", minimum=1, maximum=2**31 - 1)
+        check_int(replication_factor, "replication_factor", minimum=1, maximum=2**31 - 1)
+        check(lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions,
+                                             replication_factor), f"mock topic {name!r}")
+
+    def broker_set_down(self, broker_id: int) -> None:
+        """Close the broker's connections and refuse new ones until broker_set_up()."""
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        check(lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id), f"broker {broker_id} down")
+
+    def broker_set_up(self, broker_id: int) -> None:
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        check(lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id), f"broker {broker_id} up")
+
+    def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        check_int(rtt_ms, "rtt_ms", minimum=0, maximum=2**31 - 1)
+        check(lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms), "broker rtt")
+
+    def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        _check_partition(topic, partition)
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        check(lib.rd_kafka_mock_partition_set_leader(self._cluster, topic.encode(), partition,
+                                                     broker_id), f"leader of {topic}[{partition}]")
+
+    def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
+        _check_partition(topic, partition)
+        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        check(lib.rd_kafka_mock_partition_set_follower(self._cluster, topic.encode(), partition,
+                                                       broker_id), f"follower of {topic}[{partition}]")
+
+    def push_request_errors(self, api: int | str, errors: Iterable[int | str]) -> None:
+        """The next len(errors) requests of type ``api`` ("Produce", "Fetch"... or a key) fail."""
+        key = _api_key(api)
+        codes = [_error_code(e) for e in errors]
+        arr = ffi.new("rd_kafka_resp_err_t[]", codes)
+        lib.rd_kafka_mock_push_request_errors_array(self._cluster, key, len(codes), arr)
+
+    def clear_request_errors(self, api: int | str) -> None:
+        key = _api_key(api)
+        lib.rd_kafka_mock_clear_request_errors(self._cluster, key)
+
+    def topic_set_error(self, topic: str, err: int | str) -> None:
+        """Metadata answers for ``topic`` carry ``err`` (0 clears it)."""
+        check_topic_name(topic)
+        lib.rd_kafka_mock_topic_set_error(self._cluster, topic.encode(), _error_code(err))
+
+    def close(self) -> None:
+        """Destroy the mock cluster, then its handle (idempotent; also at interpreter exit
+        or when the object is collected, if never called)."""
+        with self._lock:
+            self._finalizer()
+
+
+class MockClusterProcess(EmbeddedBroker):
+    """librdkafka's mock cluster served by ``python -m rdk.mock`` in a child process.
+
+    The mock cluster has no CreateTopics: give ``topics`` ({name: partitions}) here.
+    """
+
+    kind = "mock"
+
+    def __init__(self, topics: Mapping[str, int] | None = None, num_brokers: int = 1,
+                 startup_timeout: float = 30.0) -> None:
+        check_int(num_brokers, "num_brokers", minimum=1, maximum=MAX_MOCK_BROKERS)
+        check_timeout(startup_timeout, "startup_timeout")
+        cmd = [sys.executable, "-m", "rdk.mock", "--brokers", str(num_brokers)]
+        for name, partitions in (topics or {}).items():
+            check_topic_name(name)
+            check_int(partitions, f"partitions of {name!r}", minimum=1, maximum=2**31 - 1)
+            cmd += ["--topic", f"{name}:{partitions}"]
+        self.stderr = ""  # what the child wrote to stderr, once closed
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self._proc: subprocess.Popen | None = server_process(
+            cmd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, text=True)
+        line = first_line(self._proc, startup_timeout)
+        if not line.startswith("RDK_BROKERS="):
+            self.close()
+            raise RdkError(f"the mock cluster process did not start (printed {line!r}): "
+                           f"{self.stderr[-500:]}")
+        self.bootstrap_servers = line.split("=", 1)[1]
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        raise RdkError("the mock cluster has no CreateTopics: pass topics= to MockClusterProcess")
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        stop_process(proc, 10.0)
+        if proc.stdout:
+            proc.stdout.close()
+        self._stderr.seek(0)
+        self.stderr = self._stderr.read().decode(errors="replace")
+        self._stderr.close()
