@@ -170,6 +170,31 @@ def test_three_nodes_elect_a_new_leader_when_one_is_killed_and_take_it_back():
 # -- never an orphan -----------------------------------------------------------------------------
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_port_taken_before_the_jvm_binds_it_is_picked_again(monkeypatch):
+    import socket
+
+    from rdk.testing import _process, kafka
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    picks = []
+
+    def first_taken() -> int:  # the first pick is a port somebody else holds by then
+        port = taken.getsockname()[1] if not picks else _process.free_port()
+        picks.append(port)
+        return port
+
+    monkeypatch.setattr(kafka, "free_port", first_taken)
+    try:
+        with KafkaCluster() as cluster:
+            assert f":{taken.getsockname()[1]}" not in cluster.bootstrap_servers
+            cluster.create_topic("after-retry")
+            assert picks[0] == taken.getsockname()[1] and len(picks) > 2
+    finally:
+        taken.close()
+
+
 def test_a_sigkilled_test_process_leaves_no_kafka_jvm():
     code = textwrap.dedent("""
         import sys

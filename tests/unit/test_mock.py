@@ -84,6 +84,8 @@ def test_servers_die_with_a_killed_test_process():
     finally:
         proc.kill()
         proc.wait(10)
+        proc.stdin.close()
+        proc.stdout.close()
     wait_until(lambda: not any(_alive(p) for p in pids), 15, "the servers to exit")
 
 

@@ -179,6 +179,7 @@ def test_is_locked_sees_a_lock_held_by_another_process(tmp_path):
     finally:
         proc.stdin.close()
         proc.wait(10)
+        proc.stdout.close()
     assert not is_locked(tmp_path, "t", 5)  # the lock ends with its process
 
 

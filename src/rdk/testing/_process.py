@@ -7,6 +7,7 @@ never an orphan.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,8 +25,28 @@ from ..errors import KafkaError, RdkError
 __all__ = ["ServerProcess", "free_port", "wait_for_metadata"]
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
+    """A TCP port on 127.0.0.1 that is free right now, below the kernel's ephemeral range
+    when it can: a port from that range (``bind(0)``) can be taken, before the server binds
+    it, as the local port of any outgoing connection (clients reconnecting all the time)."""
+    low = _ephemeral_low()
+    if low > 12000:
+        for _ in range(50):
+            port = random.randrange(10000, low)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

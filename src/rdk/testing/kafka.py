@@ -42,6 +42,7 @@ MAX_NODES = 9
 
 _REPO = Path(__file__).resolve().parents[3]
 _TMP_PREFIX = "rdk-kafka-"
+_START_ATTEMPTS = 3  # a start whose ports were taken meanwhile is tried again with new ones
 _SAFE_SECRET = re.compile(r"^[A-Za-z0-9_.@+-]{1,128}$")
 
 _LOG4J2 = """\
@@ -196,8 +197,6 @@ class KafkaCluster(EmbeddedBroker):
         self._root = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         self._nodes: dict[int, ServerProcess] = {}
         self._finalizer = weakref.finalize(self, _shutdown, self._nodes, self._root)
-        self._ports = {n: {name: free_port() for name in (*self.listeners, "CONTROLLER")}
-                       for n in self.node_ids}
         self.ca_location: str | None = None
         self._keystore: Path | None = None
         try:
@@ -205,19 +204,46 @@ class KafkaCluster(EmbeddedBroker):
                 ca, self._keystore = _make_tls(Path(self._root, "tls"))
                 self.ca_location = str(ca)
             Path(self._root, "log4j2.properties").write_text(_LOG4J2)
-            for n in self.node_ids:
-                Path(self._root, f"node-{n}").mkdir()
-                Path(self._root, f"node-{n}", "server.properties").write_text(self._properties(n))
-            self._format()
-            for n in self.node_ids:
-                self._nodes[n] = ServerProcess(self._command(n), log=str(self._node_dir(n) / "server.log"),
-                                               death_signal=signal.SIGKILL, grace=self.stop_grace)
-                self._nodes[n].start()
-            self._wait_ready(set(self.node_ids), time.monotonic() + self.startup_timeout)
+            for attempt in range(1, _START_ATTEMPTS + 1):
+                try:
+                    self._start_nodes()
+                    break
+                except RdkError:
+                    # a port picked free was taken before the JVM bound it: new ports, again
+                    if attempt == _START_ATTEMPTS or not self._lost_a_port():
+                        raise
+                    self._stop_nodes()
         except BaseException:
             self.close()
             raise
         self.bootstrap_servers = self.bootstrap_servers_for("PLAINTEXT")
+
+    def _start_nodes(self) -> None:
+        """Pick ports, write each node's properties, format its storage, start and wait."""
+        self._ports = {n: {name: free_port() for name in (*self.listeners, "CONTROLLER")}
+                       for n in self.node_ids}
+        for n in self.node_ids:
+            Path(self._root, f"node-{n}").mkdir()
+            Path(self._root, f"node-{n}", "server.properties").write_text(self._properties(n))
+        self._format()
+        for n in self.node_ids:
+            self._nodes[n] = ServerProcess(self._command(n), log=str(self._node_dir(n) / "server.log"),
+                                           death_signal=signal.SIGKILL, grace=self.stop_grace)
+            self._nodes[n].start()
+        self._wait_ready(set(self.node_ids), time.monotonic() + self.startup_timeout)
+
+    def _lost_a_port(self) -> bool:
+        """Whether a node failed to bind one of its ports (someone took it meanwhile)."""
+        return any("Address already in use" in self.log(n) for n in self.node_ids)
+
+    def _stop_nodes(self) -> None:
+        """Kill every node and remove its folder (a failed start, before trying again)."""
+        for n, node in list(self._nodes.items()):
+            node.kill()
+            del self._nodes[n]
+            shutil.rmtree(self._node_dir(n), ignore_errors=True)
+        for n in self.node_ids:
+            shutil.rmtree(self._node_dir(n), ignore_errors=True)
 
     # -- arguments -------------------------------------------------------------------------
     @staticmethod
