@@ -20,27 +20,12 @@ import os
 import uuid
 
 import pytest
+from helpers import kafka_unavailable
 
-from rdk.errors import RdkError
 from rdk.testing import KINDS, MockCluster, RunningCluster, open_broker
 
 BROKER_KINDS = ["mock", "tansu", "kafka"]
 assert set(BROKER_KINDS) <= set(KINDS)
-
-
-def kafka_unavailable() -> str | None:
-    """Why Apache Kafka cannot start here (no jars, no java), or None."""
-    import shutil
-
-    from rdk.testing import kafka_libs
-
-    try:
-        kafka_libs()
-    except RdkError as e:
-        return str(e)
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        return "no java runtime (scripts/setup.sh installs one)"
-    return None
 
 
 class SessionBrokers:

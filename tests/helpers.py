@@ -6,6 +6,7 @@ puts tests/ on ``sys.path`` (``pythonpath``).
 - ``wait_until``: poll a real condition until it holds (tests never sleep to synchronise).
 - ``produce``, ``values``, ``Collector``, ``stored``: the consumer tests' data in and out.
 - ``read_log``: every message a broker kept, read through the C batch helper.
+- ``kafka_unavailable``: why Apache Kafka cannot start here, or None.
 """
 
 from __future__ import annotations
@@ -15,6 +16,23 @@ import time
 
 import rdk
 from rdk.offsets import read_offset_file
+
+
+def kafka_unavailable() -> str | None:
+    """Why Apache Kafka cannot start here (no jars, no java), or None."""
+    import os
+    import shutil
+
+    from rdk.errors import RdkError
+    from rdk.testing import kafka_libs
+
+    try:
+        kafka_libs()
+    except RdkError as e:
+        return str(e)
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        return "no java runtime (scripts/setup.sh installs one)"
+    return None
 
 
 def wait_until(condition, timeout: float = 20.0, what: str = "condition", *, interval: float = 0.02):

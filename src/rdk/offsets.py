@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from . import _binding
 from ._binding import check, lib
 from ._partitions import partition_list, partition_list_offsets
-from .errors import LockedError, OffsetFileError
+from .errors import KafkaError, LockedError, OffsetFileError
 from .validate import check_broker, check_int, check_options, check_topic_name, check_wait
 
 __all__ = [
@@ -502,6 +502,13 @@ class FileOffsetStore:
         return f"FileOffsetStore({str(self.directory)!r}, {self.topic!r})"
 
 
+#: a group coordinator not ready yet (fresh cluster, coordinator moving): retried by
+#: ``BrokerOffsetStore.read`` until its timeout
+COORDINATOR_RETRY_ERRORS = frozenset({
+    "COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+})
+
+
 class BrokerOffsetStore:
     """Progress committed to Kafka's group coordinator (OffsetCommit / OffsetFetch).
 
@@ -561,11 +568,25 @@ class BrokerOffsetStore:
         client, topic = self._bound()
         for p in partitions:
             _check_partition(p)
-        tpl = partition_list((topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
         context = f"committed offsets of group {self.group_id!r}"
-        check(lib.rd_kafka_committed(client.rk, tpl, int(self.timeout * 1000)), context)
-        committed = partition_list_offsets(tpl, context)
-        return {p: offset - 1 for (_, p), offset in committed.items() if offset >= 0}
+        # A group's first use on a fresh cluster finds its coordinator still loading (or not
+        # yet elected): rd_kafka_committed answers COORDINATOR_LOAD_IN_PROGRESS /
+        # NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE at once. Ask again until the timeout.
+        deadline = time.monotonic() + self.timeout
+        delay = 0.05
+        while True:
+            left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+            tpl = partition_list((topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
+            try:
+                check(lib.rd_kafka_committed(client.rk, tpl, left_ms), context)
+                committed = partition_list_offsets(tpl, context)
+            except KafkaError as e:
+                if e.name not in COORDINATOR_RETRY_ERRORS or time.monotonic() + delay >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            return {p: offset - 1 for (_, p), offset in committed.items() if offset >= 0}
 
     def commit(self, offsets: Mapping[int, int]) -> None:
         client, topic = self._bound()

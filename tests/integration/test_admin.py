@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+from helpers import wait_until
 
 from rdk import Admin, KafkaError, Producer
 from rdk.errors import ClosedError
@@ -34,12 +35,24 @@ def topics_by_name(admin):
     return {t.name: t for t in admin.list_topics()}
 
 
+def listed_once(admin, condition, what):
+    """The listing once ``condition(listing)`` holds. Apache Kafka answers CreateTopics /
+    DeleteTopics when its controller has committed the change; the broker answering
+    Metadata applies it a moment later (KRaft metadata propagation), so the listing is
+    waited for there. Tansu and the mock cluster list the change at once."""
+    def ready():
+        listed = topics_by_name(admin)
+        return listed if condition(listed) else None
+
+    return wait_until(ready, 30, what)
+
+
 def test_create_topics_from_a_dict_and_from_tuples(broker, admin):
     needs_create_topics(broker)
     a, b, c, d = name(), name(), name(), name()
     admin.create_topics({a: 3, b: 1})
     admin.create_topics([(c, 2, 1, {"retention.ms": 3_600_000}), (d, 1)])
-    listed = topics_by_name(admin)
+    listed = listed_once(admin, lambda topics: {a, b, c, d} <= set(topics), "the four topics listed")
     assert {t: len(listed[t].partitions) for t in (a, b, c, d)} == {a: 3, b: 1, c: 2, d: 1}
 
 
@@ -58,7 +71,7 @@ def test_delete_topics_removes_them_and_unknown_names_are_named_in_the_error(bro
     keep, gone = name(), name()
     admin.create_topics({keep: 1, gone: 1})
     admin.delete_topics([gone])
-    listed = topics_by_name(admin)
+    listed = listed_once(admin, lambda topics: gone not in topics, "the deleted topic unlisted")
     assert keep in listed and gone not in listed
     missing = name("never")
     with pytest.raises(KafkaError) as ei:

@@ -102,7 +102,7 @@ def test_the_mock_cluster_never_answers(mock_cluster):
 
 # -- Apache Kafka ----------------------------------------------------------------------------
 
-@pytest.mark.docker
+@pytest.mark.kafka
 def test_kafka_grows_a_topic_from_2_to_5_partitions_and_writes_reach_the_new_ones(kafka):
     from rdk import Producer
 
@@ -119,7 +119,7 @@ def test_kafka_grows_a_topic_from_2_to_5_partitions_and_writes_reach_the_new_one
         assert admin.watermarks(topic, 4) == (0, 3)
 
 
-@pytest.mark.docker
+@pytest.mark.kafka
 def test_kafka_refuses_to_shrink_or_keep_the_count(kafka):
     topic = name()
     with Admin(kafka.bootstrap_servers) as admin:
@@ -131,7 +131,7 @@ def test_kafka_refuses_to_shrink_or_keep_the_count(kafka):
         assert admin.partition_count(topic) == 3
 
 
-@pytest.mark.docker
+@pytest.mark.kafka
 def test_kafka_names_an_unknown_topic(kafka):
     missing = name("never")
     with Admin(kafka.bootstrap_servers) as admin:

@@ -1,9 +1,12 @@
 """rdk.Consumer in group mode (group_id=...), seek, and several topics, on real brokers.
 
-Broker support, found by running these (see the skips): the mock cluster and Tansu both
-run the classic group protocol with librdkafka's cooperative-sticky and eager assignors;
-KIP-848's ``group.protocol=consumer`` runs on the mock cluster only (Tansu answers
-"ConsumerGroupHeartbeatRequest not supported by broker" and librdkafka retries forever).
+Broker support, found by running these (see the skips): the mock cluster, Tansu and Apache
+Kafka all run the classic group protocol with librdkafka's cooperative-sticky and eager
+assignors; KIP-848's ``group.protocol=consumer`` runs on the mock cluster and Apache Kafka
+(Tansu answers "ConsumerGroupHeartbeatRequest not supported by broker" and librdkafka retries
+forever). The ``test_kafka_group_*`` tests run the core group behaviour (three members
+sharing partitions, rebalances on join and leave losing nothing, commit and resume) on
+Apache Kafka's coordinator with both protocols.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import time
 import uuid
 
 import pytest
@@ -619,3 +623,139 @@ def test_group_metadata_commits_the_groups_offsets_in_a_transaction(tansu, new_t
     finally:
         c.stop()  # the batch was never committed by the consumer itself
     assert committed(tansu, group, src, [0]) == {0: 4}
+
+
+# ---- Apache Kafka's group coordinator, both protocols --------------------------------------
+
+PROTOCOLS = ["classic", "consumer"]  # KIP-848's "consumer": Apache Kafka only (see the module doc)
+
+
+def protocol_consumer(kafka, topic, callback, group, protocol, **kw):
+    """A group member speaking ``protocol``. KIP-848 takes its timeouts and assignor from the
+    broker: librdkafka refuses session.timeout.ms / heartbeat.interval.ms /
+    partition.assignment.strategy with group.protocol=consumer."""
+    options = dict(GROUP_OPTIONS) if protocol == "classic" else {}
+    return rdk.Consumer(kafka.bootstrap_servers, topic, None, callback, group_id=group,
+                        driver_options={**options, "group.protocol": protocol}, **kw)
+
+
+def owned(members) -> list:
+    return sorted(k for c in members for k in c.assignment)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_kafka_group_of_three_shares_partitions_and_rebalances_on_join_and_leave_losing_nothing(
+        kafka_cluster, new_topic, protocol):
+    topic = new_topic(kafka_cluster, 6)
+    every = [(topic, p) for p in range(6)]
+    group = group_name()
+    per_round = 40
+    collectors = [Collector() for _ in range(3)]
+    members = [protocol_consumer(kafka_cluster, topic, got, group, protocol) for got in collectors]
+
+    def produce_round(n):
+        for p in range(6):
+            produce(kafka_cluster, topic, p, values(per_round, start=n * per_round, prefix=b"p%d-" % p))
+
+    def delivered():
+        return {(m.partition, m.offset) for got in collectors for m in got.messages}
+
+    def all_of(rounds):
+        return {(p, o) for p in range(6) for o in range(rounds * per_round)}
+
+    def shared_by(live):  # every partition owned once, by live members, each owning some
+        return (owned(live) == every and all(c.assignment for c in live)
+                and sorted(set(owned(live))) == owned(live))
+
+    try:
+        produce_round(0)
+        members[0].start()
+        wait_until(lambda: owned(members[:1]) == every, 60, "the first member to own every partition")
+        wait_until(lambda: delivered() >= all_of(1), 60, "round 0")
+        members[1].start()
+        members[2].start()
+        wait_until(lambda: shared_by(members), 90, "three members sharing the six partitions")
+        produce_round(1)
+        wait_until(lambda: delivered() >= all_of(2), 60, "round 1, read by three members")
+        members[2].stop()  # leaves: its partitions move to the other two
+        wait_until(lambda: shared_by(members[:2]), 90, "two members sharing the six partitions")
+        produce_round(2)
+        wait_until(lambda: delivered() >= all_of(3), 60, "round 2, read by two members")
+    finally:
+        for c in reversed(members):
+            c.stop()
+    assert delivered() == all_of(3)  # nothing lost, nothing beyond what was produced
+    everything = [(m.partition, m.offset) for got in collectors for m in got.messages]
+    # committed at every revoke before the partitions moved: no message was read twice
+    assert len(everything) == len(set(everything))
+    assert committed(kafka_cluster, group, topic, range(6)) == dict.fromkeys(range(6), 3 * per_round - 1)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_kafka_group_commits_and_a_new_member_resumes_after_the_commit(kafka_cluster, new_topic, protocol):
+    topic = new_topic(kafka_cluster, 3)
+    for p in range(3):
+        produce(kafka_cluster, topic, p, values(30))
+    group = group_name()
+    first = Collector()
+    with protocol_consumer(kafka_cluster, topic, first, group, protocol) as c:
+        assert c.start() == []  # the coordinator assigns later
+        first.wait_for(90, 60)
+        assert sorted(c.assignment) == [(topic, p) for p in range(3)]
+    assert committed(kafka_cluster, group, topic, range(3)) == {p: 29 for p in range(3)}
+    for p in range(3):
+        produce(kafka_cluster, topic, p, values(7, start=30))
+    again = Collector()
+    with protocol_consumer(kafka_cluster, topic, again, group, protocol) as c2:
+        c2.start()
+        again.wait_for(21, 60)
+    assert sorted((m.partition, m.offset) for m in again.messages) == [
+        (p, o) for p in range(3) for o in range(30, 37)]
+    assert committed(kafka_cluster, group, topic, range(3)) == {p: 36 for p in range(3)}
+
+
+# ---- BrokerOffsetStore: a coordinator not ready yet ------------------------------------------
+
+
+@pytest.mark.parametrize("error", ["COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR",
+                                   "COORDINATOR_NOT_AVAILABLE"])
+def test_broker_offset_store_read_retries_a_coordinator_not_ready_until_it_answers(mock_cluster, error):
+    """A group's first use on a fresh Apache Kafka finds its coordinator still loading:
+    OffsetFetch answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR at once. read()
+    asks again until its timeout instead of failing."""
+    mock_cluster.create_topic("ready", 2)
+    store = BrokerOffsetStore("g-ready", broker=mock_cluster.bootstrap_servers, topic="ready", timeout=20)
+    try:
+        store.commit({0: 9, 1: 4})
+        mock_cluster.push_request_errors("OffsetFetch", [error] * 4)
+        assert store.read([0, 1]) == {0: 9, 1: 4}
+    finally:
+        store.close()
+
+
+def test_broker_offset_store_read_gives_up_on_a_coordinator_at_its_timeout(mock_cluster):
+    mock_cluster.create_topic("never", 1)
+    store = BrokerOffsetStore("g-never", broker=mock_cluster.bootstrap_servers, topic="never", timeout=2)
+    try:
+        store.commit({0: 1})
+        mock_cluster.push_request_errors("OffsetFetch", ["COORDINATOR_LOAD_IN_PROGRESS"] * 10_000)
+        t0 = time.monotonic()
+        with pytest.raises(rdk.KafkaError) as ei:
+            store.read([0])
+        assert ei.value.name in ("COORDINATOR_LOAD_IN_PROGRESS", "_TIMED_OUT")
+        assert time.monotonic() - t0 < 10
+    finally:
+        store.close()
+
+
+def test_broker_offset_store_read_does_not_retry_other_errors(mock_cluster):
+    mock_cluster.create_topic("denied", 1)
+    store = BrokerOffsetStore("g-denied", broker=mock_cluster.bootstrap_servers, topic="denied", timeout=20)
+    try:
+        mock_cluster.push_request_errors("OffsetFetch", ["GROUP_AUTHORIZATION_FAILED"])
+        t0 = time.monotonic()
+        with pytest.raises(rdk.KafkaError, match="GROUP_AUTHORIZATION_FAILED"):
+            store.read([0])
+        assert time.monotonic() - t0 < 10
+    finally:
+        store.close()

@@ -15,8 +15,7 @@ import textwrap
 import uuid
 
 import pytest
-from conftest import kafka_unavailable
-from helpers import Collector, produce, read_log, values, wait_until
+from helpers import Collector, kafka_unavailable, produce, read_log, values, wait_until
 
 import rdk
 from rdk import Admin, KafkaError

@@ -11,7 +11,10 @@ What each embedded broker really does (asserted, so a change in it fails here):
 - Tansu 0.6 writes the commit/abort markers, honours the last stable offset (a
   ``read_committed`` reader sees a transaction's messages only once it is committed), fences
   and stores transactional offsets, but sends no aborted-transaction list in its fetch
-  answers, so aborted messages stay visible to ``read_committed`` readers.
+  answers, so aborted messages stay visible to ``read_committed`` readers;
+- Apache Kafka sends the aborted-transaction list, so ``read_committed``
+  readers (and rdk.Consumer with ``isolation.level=read_committed``) skip aborted messages
+  and the control records (test_kafka_read_committed_consumer_skips_aborted_messages...).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import time
 import uuid
 
 import pytest
-from helpers import wait_until
+from helpers import stored, wait_until
 
 import rdk
 from rdk import GroupMetadata, KafkaError, Producer, TransactionError, _binding
@@ -611,3 +614,69 @@ def test_consume_transform_produce_is_exactly_once_across_a_failed_transaction(t
             assert len(committed) == 1, f"{v!r} in {len(committed)} committed transactions"
             # Tansu's limit (module docstring): the aborted round-1 outputs stay readable
             assert tags == ([b"r1", b"r2"] if v in aborted else committed)
+
+
+# ---- Apache Kafka: the real aborted-transaction list ----------------------------------------
+
+
+def test_kafka_read_committed_consumer_skips_aborted_messages_and_control_records(
+        kafka_cluster, new_topic, tmp_path):
+    """On Apache Kafka (the broker that sends the aborted-transaction list) an rdk.Consumer
+    with ``isolation.level=read_committed`` never delivers an aborted transaction's messages,
+    nor any commit/abort marker; ``read_uncommitted`` delivers the aborted messages too. The
+    offset files end at the last delivered message, and a restart goes on from there."""
+    topic = new_topic(kafka_cluster, 1)
+    with txn_producer(kafka_cluster) as p:
+        for prefix, n, keep in ((b"c1-", 3, True), (b"ab-", 5, False), (b"c2-", 4, True)):
+            p.begin_transaction()
+            p.send(topic, 0, values(prefix, n))
+            assert p.flush(15) == 0
+            if keep:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+    # the log: c1 0..2, marker 3, ab 4..8, abort marker 9, c2 10..13, marker 14
+    bs = kafka_cluster.bootstrap_servers
+    assert high_watermark(bs, topic, 0, "read_committed") == 15
+    committed_rows = list(zip([0, 1, 2, 10, 11, 12, 13], values(b"c1-", 3) + values(b"c2-", 4), strict=True))
+    aborted_rows = list(zip(range(4, 9), values(b"ab-", 5), strict=True))
+    all_rows = committed_rows[:3] + aborted_rows + committed_rows[3:]
+
+    def consume(isolation: str, directory, want: int, **kw):
+        got: list = []
+        done = threading.Event()
+
+        def receive(batch):
+            got.extend((m.offset, m.value) for m in batch.messages)
+            if len(got) >= want:
+                done.set()
+
+        with rdk.Consumer(bs, topic, None if directory is None else str(directory), receive,
+                          driver_options={"isolation.level": isolation}, **kw) as c:
+            c.start()
+            assert done.wait(30), f"{isolation}: {len(got)} of {want} messages"
+        return got
+
+    committed_dir, uncommitted_dir = tmp_path / "rc", tmp_path / "ru"
+    assert consume("read_committed", committed_dir, 7) == committed_rows
+    assert consume("read_uncommitted", uncommitted_dir, 12) == all_rows
+    assert stored(committed_dir, topic, 0) == 13  # the last message, not a marker
+    assert stored(uncommitted_dir, topic, 0) == 13
+
+    # one more aborted then committed transaction: a restart resumes after offset 13
+    with txn_producer(kafka_cluster) as p:
+        p.begin_transaction()
+        p.send(topic, 0, values(b"ab2-", 2))  # 15, 16; abort marker 17
+        assert p.flush(15) == 0
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.send(topic, 0, values(b"c3-", 2))  # 18, 19; marker 20
+        p.commit_transaction(30)
+    assert consume("read_committed", committed_dir, 2) == [(18, b"c3-0"), (19, b"c3-1")]
+    assert stored(committed_dir, topic, 0) == 19
+
+    # group mode: the group's commit is the next offset to read after the last delivered
+    group = f"g-rc-{uuid.uuid4().hex[:8]}"
+    got = consume("read_committed", None, 9, group_id=group)
+    assert got == [*committed_rows, (18, b"c3-0"), (19, b"c3-1")]
+    assert committed_offset(bs, group, topic, 0) == 20

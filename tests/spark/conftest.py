@@ -1,6 +1,6 @@
 """Spark fixtures: ONE local[2] SparkSession for the whole test session, data helpers.
 
-Brokers come from tests/conftest.py (mock cluster and Tansu, or RDK_BROKERS).
+Brokers come from tests/conftest.py (mock cluster, Tansu and Apache Kafka, or RDK_BROKERS).
 """
 
 from __future__ import annotations

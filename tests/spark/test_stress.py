@@ -11,7 +11,7 @@ end offsets compared with the broker's), then checks its output.
 What each broker allows decides the actions: librdkafka's mock cluster has neither
 CreateTopics/DeleteTopics (its topics come from MockCluster.create_topic) nor
 CreatePartitions; Tansu deletes and re-creates topics but answers CreatePartitions with
-_UNSUPPORTED_FEATURE; Apache Kafka (testcontainers, skipped without a Docker engine) does all.
+_UNSUPPORTED_FEATURE; Apache Kafka (the session's KafkaCluster, a default broker kind) does all.
 An action a broker cannot do is left out of its sequence, never faked.
 """
 

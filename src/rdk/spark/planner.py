@@ -178,10 +178,11 @@ class Planner:
         return sorted(tp for tp in self.all_partitions if o.owns(tp[1]))
 
     # -- offsets ------------------------------------------------------------------
-    def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+    def watermarks(self, tps: Iterable[TP], *, missing_ok: bool = False) -> dict[TP, tuple[int, int]]:
         """(low, end) per topic-partition: the true high watermark
         (:func:`rdk._partitions.true_watermarks`), or under read_committed the last stable
-        offset."""
+        offset. ``missing_ok``: a topic deleted since it was listed (its lookup answers
+        UNKNOWN_TOPIC_OR_PART) is left out, as if it had not been listed."""
         tps = list(tps)
         by_topic: dict[str, list[int]] = {}
         for t, p in tps:
@@ -189,9 +190,15 @@ class Planner:
         ends = self._stable_ends if self.read_committed else self._true_ends
         marks: dict[TP, tuple[int, int]] = {}
         for t, parts in by_topic.items():
-            found = self._retrying(f"offsets of {t}", partial(ends, t, parts))
+            try:
+                found = self._retrying(f"offsets of {t}", partial(ends, t, parts))
+            except KafkaError as e:
+                if missing_ok and e.code == _UNKNOWN:
+                    log.warning("rdkafka: topic %r is gone (deleted since it was listed): %s", t, e)
+                    continue
+                raise
             marks.update(((t, p), m) for p, m in found.items())
-        return {tp: marks[tp] for tp in tps}
+        return {tp: marks[tp] for tp in tps if tp in marks}
 
     def _true_ends(self, topic: str, parts: list[int]) -> dict[int, tuple[int, int]]:
         return true_watermarks(self._client, topic, parts, self.timeout)

@@ -193,13 +193,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         planner = self.planner
         tps = planner.topic_partitions(missing_ok=True)
-        self._target = {tp: hi for tp, (_, hi) in planner.watermarks(tps).items()}
+        self._target = {tp: hi for tp, (_, hi) in planner.watermarks(tps, missing_ok=True).items()}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = offsets_from_json(start)
         planner = self.planner
         tps = planner.topic_partitions(missing_ok=True)
-        marks = planner.watermarks(tps)
+        marks = planner.watermarks(tps, missing_ok=True)
+        tps = [tp for tp in tps if tp in marks]  # a topic deleted meanwhile is gone
         if self._target is not None:
             self._check_target(marks)
         available: dict[TP, int] = {}
