@@ -1,9 +1,12 @@
-"""asyncio front of rdk's Producer.
+"""asyncio fronts of rdk's Producer and Consumer.
 
 ``await producer.send(topic, partition, payloads)`` enqueues in one C call (as
 ``rdk.Producer.send``) and resolves once every message of the call is delivered or
 failed, with the call's accounting: ``Delivery(delivered, failures)``. Futures are
 resolved from the producer's event thread with ``loop.call_soon_threadsafe``.
+
+``async for batch in consumer`` is ``rdk.Consumer.batches()`` with every wait moved off the
+event loop (the loop's default executor): the same fetch pipeline, tracker and committer.
 """
 
 from __future__ import annotations
@@ -11,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+from . import consumer as _consumer
 from . import producer as _producer
+from .message import Message
 from .producer import Delivery, FlushResult, SendResult
 
-__all__ = ["Delivery", "FlushResult", "Producer", "SendResult"]
+__all__ = ["Batch", "Consumer", "Delivery", "FlushResult", "Producer", "SendResult"]
 
 
 def _settle(fut: asyncio.Future, delivered: int, failures: list) -> None:
@@ -92,3 +97,135 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"<rdk.aio.Producer {self._producer!r}>"
+
+
+class Batch:
+    """A batch from ``rdk.aio.Consumer``: ``rdk.Batch``'s ``messages``, ``topic``, ``offsets``,
+    ``repeats`` and ``misses``, and ``await batch.commit()``."""
+
+    __slots__ = ("_batch",)
+
+    def __init__(self, batch: _consumer.Batch) -> None:
+        self._batch = batch
+
+    @property
+    def messages(self) -> list[Message]:
+        return self._batch.messages
+
+    @property
+    def topic(self) -> str:
+        return self._batch.topic
+
+    @property
+    def offsets(self) -> dict[int, tuple[int, int]]:
+        """``{partition: (first offset, last offset)}`` of the messages in this batch."""
+        return self._batch.offsets
+
+    @property
+    def repeats(self) -> int:
+        return self._batch.repeats
+
+    @property
+    def misses(self) -> int:
+        return self._batch.misses
+
+    async def commit(self) -> None:
+        """Record this batch as processed (``rdk.Batch.commit``: never blocks; the offsets are
+        written by the consumer's committer thread). ClosedError once the consumer stopped."""
+        self._batch.commit()
+
+    def __len__(self) -> int:
+        return len(self._batch.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._batch.messages)
+
+    def __repr__(self) -> str:
+        return f"<rdk.aio.Batch {self.topic} {len(self)} messages {self.offsets}>"
+
+
+class Consumer:
+    """``rdk.aio.Consumer(broker, topic, offset_directory=None, **options)``: the keyword
+    options of ``rdk.Consumer`` (``group_id``, ``num_workers``/``worker_slot``,
+    ``stats_callback``, ``start_offset``...), consumed by iteration instead of a callback::
+
+        async with rdk.aio.Consumer(brokers, "events", "./offsets") as consumer:
+            async for batch in consumer:
+                await handle(batch.messages)
+                await batch.commit()
+
+    The consumer starts on the first iteration (the partition lookup runs in the executor).
+    A batch's offsets are recorded on ``await batch.commit()`` or when the next batch is
+    asked for; leaving ``async with`` (or ``await stop()``) records every committed batch's
+    offsets and never an uncommitted one's. A task cancelled while it waits for a batch
+    loses nothing: the batch it was waiting for is the next one returned.
+    """
+
+    def __init__(self, broker: str, topic: str | list[str], offset_directory: Any = None,
+                 **options: Any) -> None:
+        if "receive_callback" in options:
+            raise TypeError("rdk.aio.Consumer has no receive_callback: iterate it "
+                            "(async for batch in consumer)")
+        self._consumer = _consumer.Consumer(broker, topic, offset_directory, **options)
+        self._batches: Iterator[_consumer.Batch] | None = None
+        self._pending: asyncio.Future | None = None
+
+    @property
+    def consumer(self) -> _consumer.Consumer:
+        """The underlying synchronous rdk.Consumer (partitions, assignment, last_stats...)."""
+        return self._consumer
+
+    def batches(self, timeout: float | None = None) -> AsyncIterator[Batch]:
+        """``async for batch in consumer.batches(timeout=5)``: ends when no batch arrives
+        within ``timeout`` seconds (None: never), or after ``stop()``."""
+        return self._iterate(timeout)
+
+    def __aiter__(self) -> AsyncIterator[Batch]:
+        return self._iterate(None)
+
+    async def _iterate(self, timeout: float | None) -> AsyncIterator[Batch]:
+        loop = asyncio.get_running_loop()
+        if self._batches is None:
+            self._batches = await loop.run_in_executor(None, self._consumer.batches, timeout)
+        while True:
+            if self._pending is None:
+                self._pending = loop.run_in_executor(None, next, self._batches, None)
+            # shielded: a cancelled wait keeps the fetched batch for the next call
+            batch = await asyncio.shield(self._pending)
+            self._pending = None
+            if batch is None:
+                return
+            yield Batch(batch)
+
+    def pause(self) -> None:
+        """``rdk.Consumer.pause``: stop fetching and delivering (memory stays bounded)."""
+        self._consumer.pause()
+
+    def resume(self) -> None:
+        self._consumer.resume()
+
+    @property
+    def paused(self) -> bool:
+        return self._consumer.paused
+
+    def seek(self, topic_or_partition: int | tuple[str, int], offset: int | str) -> None:
+        """``rdk.Consumer.seek``."""
+        self._consumer.seek(topic_or_partition, offset)
+
+    @property
+    def error(self) -> Any:
+        return self._consumer.error
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """Stop (``rdk.Consumer.stop``) without blocking the loop: committed batches' offsets
+        are written, uncommitted ones are read again after a restart."""
+        await asyncio.get_running_loop().run_in_executor(None, self._consumer.stop, timeout)
+
+    async def __aenter__(self) -> Consumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def __repr__(self) -> str:
+        return f"<rdk.aio.Consumer {self._consumer!r}>"

@@ -6,9 +6,13 @@ processed offset as decimal text and a newline. A consumer resumes at stored + 1
 
 This module is the only writer of offset files. Writes are atomic (a temp file in the same
 directory, synced, renamed, then one fsync of the directory), so a crash at any moment leaves either
-the old or the new value. A consumer holds an exclusive lock per owned partition
-(``.<topic>-<partition>.lock``, taken with ``flock``) while it runs; :func:`is_locked`
-lets tools such as ``rdk offsets set`` refuse to write under a running consumer.
+the old or the new value. A consumer holds an exclusive lock per owned partition while it
+runs: a byte range of the topic's one lock file ``.<topic>.lock`` (Linux open-file-description
+locks, ``F_OFD_SETLK``: held per open file, so two consumers in one process exclude each other
+too; released when the file is closed or the process ends). Its range holds the holder's pid.
+One file per topic, not per partition: creating 2,048 lock files cost a consumer's start a
+second. :func:`is_locked` lets tools such as ``rdk offsets set`` refuse to write under a
+running consumer.
 
 Any object with ``read(partitions) -> {partition: last_processed}`` and
 ``commit({partition: last_processed})`` can keep progress instead (:class:`OffsetStore`);
@@ -26,6 +30,7 @@ import itertools
 import logging
 import os
 import re
+import struct
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -103,9 +108,9 @@ def offset_file_path(directory: str | os.PathLike, topic: str, partition: int) -
     return Path(directory) / offset_file_name(topic, partition)
 
 
-def _lock_file_path(directory: str | os.PathLike, topic: str, partition: int) -> Path:
-    offset_file_name(topic, partition)  # refuses names too long (the lock's is 1 byte shorter)
-    return Path(directory) / f".{topic}-{partition}.lock"
+def _lock_file_path(directory: str | os.PathLike, topic: str) -> Path:
+    check_topic_fits(topic)  # refuses names too long (the lock's name is shorter)
+    return Path(directory) / f".{topic}.lock"
 
 
 def _temp_prefix(name: str) -> str:
@@ -353,80 +358,82 @@ def remove_temp_files(directory: str | os.PathLike, topic: str, partitions: Iter
 # ---- locks -------------------------------------------------------------------------
 
 
-def _holder_pid(fd: int) -> str:
+_LOCK_RECORD = 12  # bytes of a partition's range in its topic's lock file: b"%11d\n" % pid
+_F_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", 36)  # Linux >= 3.15
+_F_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", 37)
+
+
+def _range_lock(fd: int, partition: int, command: int, kind: int) -> int:
+    """One ``struct flock`` call on ``partition``'s range; returns the l_type it came back with."""
+    request = struct.pack("hhqqi4x", kind, os.SEEK_SET, partition * _LOCK_RECORD, _LOCK_RECORD, 0)
+    answer = fcntl.fcntl(fd, command, request)
+    return int(struct.unpack("hhqqi4x", answer)[0])
+
+
+def _holder_pid(fd: int, partition: int) -> str:
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        text = os.pread(fd, _LOCK_RECORD, partition * _LOCK_RECORD).decode("ascii", "replace").strip()
         return f" (pid {text})" if text.isdigit() else ""
     except OSError:
         return ""
 
 
 class PartitionLock:
-    """Exclusive locks on the offset files of some partitions of a topic (``flock``).
+    """Exclusive locks on the offset files of some partitions of a topic: byte ranges of the
+    topic's lock file (``F_OFD_SETLK``), one open file per PartitionLock.
 
-    The lock files stay in place (removing them would race with other lockers); the lock
-    is held by the open file, so it ends with ``release()`` or with the process.
+    The lock file stays in place (removing it would race with other lockers); the locks are
+    held by the open file, so they end with ``release()`` or with the process.
     """
 
     def __init__(self, directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> None:
         self.directory = Path(directory)
         self.topic = check_topic_name(topic)
         self.partitions = sorted(set(partitions))
-        self._fds: list[int] = []
-        holder_text = b"%d\n" % os.getpid()
+        self._fd: int | None = None
+        if not self.partitions:
+            return
+        offset_file_name(topic, self.partitions[-1])  # the longest name must fit
+        path = _lock_file_path(self.directory, topic)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            raise OffsetFileError(f"cannot open lock file {path}: {e}") from e
+        self._fd = fd
+        holder = b"%11d\n" % os.getpid()
         try:
             for p in self.partitions:
-                path = _lock_file_path(self.directory, topic, p)
                 try:
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                    _range_lock(fd, p, _F_OFD_SETLK, fcntl.F_WRLCK)
                 except OSError as e:
-                    raise OffsetFileError(f"cannot open lock file {path}: {e}") from e
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as e:
-                    holder = _holder_pid(fd)
-                    os.close(fd)
                     if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                         raise LockedError(
                             f"partition {p} of topic {topic!r} in offset directory {self.directory} "
-                            f"is in use by another consumer{holder}; two consumers must not own "
-                            "the same partitions"
+                            f"is in use by another consumer{_holder_pid(fd, p)}; two consumers must "
+                            "not own the same partitions"
                         ) from None
-                    raise OffsetFileError(f"cannot lock {path}: {e}") from e
-                self._fds.append(fd)
-                _write_holder(fd, holder_text)
+                    raise OffsetFileError(f"cannot lock partition {p} in {path}: {e}") from e
+                if os.pread(fd, _LOCK_RECORD, p * _LOCK_RECORD) != holder:
+                    os.pwrite(fd, holder, p * _LOCK_RECORD)
         except BaseException:
             self.release()
             raise
 
     @property
     def held(self) -> bool:
-        return bool(self._fds) or not self.partitions
+        return self._fd is not None or not self.partitions
 
     def release(self) -> None:
-        """Give the locks up (idempotent)."""
-        fds, self._fds = self._fds, []
-        for fd in fds:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+        """Give the locks up (idempotent): closing the file releases its ranges."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def __enter__(self) -> PartitionLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def _write_holder(fd: int, text: bytes) -> None:
-    """Put our pid in a lock file we hold, touching it only as much as needed (truncating a
-    file of the same length costs a journal commit per file on ext4: thousands at start)."""
-    if os.pread(fd, len(text) + 1, 0) == text:
-        return
-    os.pwrite(fd, text, 0)
-    if os.fstat(fd).st_size > len(text):
-        os.ftruncate(fd, len(text))
 
 
 def lock_partitions(directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> PartitionLock:
@@ -436,20 +443,14 @@ def lock_partitions(directory: str | os.PathLike, topic: str, partitions: Iterab
 
 def is_locked(directory: str | os.PathLike, topic: str, partition: int) -> bool:
     """True while a consumer (in any process, this one included) holds the partition's lock."""
-    path = _lock_file_path(directory, topic, partition)
+    _check_partition(partition)
+    path = _lock_file_path(directory, topic)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return True
-        raise
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
+        return _range_lock(fd, partition, _F_OFD_GETLK, fcntl.F_WRLCK) != fcntl.F_UNLCK
     finally:
         os.close(fd)
 
@@ -485,11 +486,18 @@ class FileOffsetStore:
         self.flushes = self.files_written = self.sync_calls = 0
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
+        """One directory scan, then only the files that exist are opened."""
+        try:
+            present = set(os.listdir(self.directory))
+        except FileNotFoundError:
+            return {}
         found = {}
         for p in partitions:
-            value = read_offset_file(offset_file_path(self.directory, self.topic, p))
-            if value is not None:
-                found[p] = value
+            name = offset_file_name(self.topic, p)
+            if name in present:
+                value = read_offset_file(Path(self.directory) / name)
+                if value is not None:
+                    found[p] = value
         return found
 
     def commit(self, offsets: Mapping[int, int]) -> None:
