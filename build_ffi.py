@@ -33,6 +33,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
 # rdk_structs.h after librdkafka's handle types it names, before the helpers that take it
 HEADERS = ["rdk_librdkafka.h", "rdk_mock.h", "rdk_structs.h", "rdk_helpers.h"]
+# rdk.ShareConsumer (KIP-932): its struct, then the share API, callbacks and helpers
+HEADERS += ["rdk_share_structs.h", "rdk_share.h"]
 MIN_VERSION = (2, 10, 0)
 EXTRA_CDEF = """
 #define RDK_BUILT_AGAINST ...
@@ -183,7 +185,8 @@ _build["include_dirs"] = [str(INCLUDE), *_build["include_dirs"]]  # for rdk_stru
 ffibuilder.set_source(
     "rdk._rdkafka",
     '#define RDK_BUILT_AGAINST RD_KAFKA_VERSION\n'
-    + (HERE / "src" / "rdk" / "_helpers.c").read_text(),
+    + (HERE / "src" / "rdk" / "_helpers.c").read_text()
+    + "\n" + (HERE / "src" / "rdk" / "_share.c").read_text(),
     extra_compile_args=["-O2", "-Wall", "-Wno-unused-function"],
     **_build,
 )

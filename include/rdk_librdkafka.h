@@ -338,3 +338,13 @@ rd_kafka_error_t *rd_kafka_send_offsets_to_transaction(
     const rd_kafka_consumer_group_metadata_t *cgmetadata, int timeout_ms);
 rd_kafka_error_t *rd_kafka_commit_transaction(rd_kafka_t *rk, int timeout_ms);
 rd_kafka_error_t *rd_kafka_abort_transaction(rd_kafka_t *rk, int timeout_ms);
+
+/* ---- SASL/OAUTHBEARER token refresh through the event API (oauth_cb) ------ */
+#define RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH ...
+const char *rd_kafka_event_config_string(rd_kafka_event_t *rkev);
+rd_kafka_resp_err_t rd_kafka_oauthbearer_set_token(rd_kafka_t *rk, const char *token_value,
+                                                   int64_t md_lifetime_ms,
+                                                   const char *md_principal_name,
+                                                   const char **extensions, size_t extension_size,
+                                                   char *errstr, size_t errstr_size);
+rd_kafka_resp_err_t rd_kafka_oauthbearer_set_token_failure(rd_kafka_t *rk, const char *errstr);

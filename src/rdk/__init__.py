@@ -25,6 +25,7 @@ from .errors import (
 from .message import Message
 from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
 from .producer import FlushResult, Producer, SendResult
+from .share import ShareBatch, ShareConsumer, ShareMessage, ShareStats
 from .stats import ConsumerStats, PartitionStats
 from .transactions import GroupMetadata, TransactionalOffsetStore
 
@@ -51,6 +52,10 @@ __all__ = [
     "QueueFullError",
     "RdkError",
     "SendResult",
+    "ShareBatch",
+    "ShareConsumer",
+    "ShareMessage",
+    "ShareStats",
     "TransactionError",
     "TransactionalOffsetStore",
     "__version__",

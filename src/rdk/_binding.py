@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ._rdkafka import ffi, lib
 from .errors import ClosedError, ConfigError, KafkaError, install_error_table
@@ -107,6 +107,20 @@ def err_description(code: int) -> str:
 
 def is_retriable(code: int) -> bool:
     return code in _RETRIABLE
+
+
+# Errors that say the client's credentials or the broker's certificate were refused: a retry
+# with the same configuration fails the same way, so waits that see one end at once.
+AUTH_FAILURES = frozenset(
+    ERROR_CODES[name] for name in ("_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL")
+    if name in ERROR_CODES
+)
+
+
+def is_auth_failure(error: KafkaError | int) -> bool:
+    """True for an authentication or TLS-handshake failure (``_AUTHENTICATION``,
+    ``SASL_AUTHENTICATION_FAILED``, ``_SSL``)."""
+    return (error.code if isinstance(error, KafkaError) else int(error)) in AUTH_FAILURES
 
 
 install_error_table(lambda code: (err_name(code), err_description(code), is_retriable(code)))
@@ -243,6 +257,58 @@ class TopicMetadata:
         return f"TopicMetadata(name={self.name!r}, partitions={len(self.partitions)})"
 
 
+# ---- authentication ----------------------------------------------------------------
+
+_AUTH_CHECK_STEP = 0.5  # seconds: how soon a wait for a broker notices an auth failure
+_ERR_TRANSPORT = ERROR_CODES["_TRANSPORT"]
+
+
+def auth_error(failure: KafkaError, bootstrap: str, what: str) -> KafkaError:
+    """``failure`` (an auth/TLS error event) as the error of the call ``what`` that waited."""
+    kind = "TLS handshake" if failure.name == "_SSL" else "authentication"
+    return KafkaError(failure.code, f"{kind} with broker {bootstrap or '?'} failed: "
+                      f"{failure.description}", context=what)
+
+
+def check_oauth_cb(oauth_cb: Any, props: Mapping[str, Any]) -> Callable[[str], Any] | None:
+    """``oauth_cb`` checked against the properties librdkafka would use instead of it."""
+    if oauth_cb is None:
+        return None
+    if not callable(oauth_cb):
+        raise TypeError(f"oauth_cb must be callable, got {type(oauth_cb).__name__}")
+    if str(props.get("sasl.oauthbearer.method", "default")).lower() == "oidc":
+        raise ConfigError("oauth_cb and sasl.oauthbearer.method=oidc exclude each other: with "
+                          "oidc librdkafka fetches the tokens itself")
+    if str(props.get("enable.sasl.oauthbearer.unsecure.jwt", "false")).lower() in ("true", "1"):
+        raise ConfigError("oauth_cb and enable.sasl.oauthbearer.unsecure.jwt=true exclude each "
+                          "other: with the latter librdkafka makes the tokens itself")
+    return cast(Callable[[str], Any], oauth_cb)
+
+
+def _oauth_token(oauth_cb: Any, config: str) -> tuple[str, int, str, list[str]]:
+    """Call ``oauth_cb(config)``; its (token, expiry epoch seconds[, principal[, extensions]])
+    checked, as (token, lifetime in epoch ms, principal, [key, value, ...])."""
+    result = oauth_cb(config)
+    if not isinstance(result, tuple) or not 2 <= len(result) <= 4:
+        raise TypeError("oauth_cb must return (token, expiry_epoch_seconds[, principal"
+                        f"[, extensions]]), got {type(result).__name__}")
+    token, expiry, principal, extensions = result + (None,) * (4 - len(result))
+    if not isinstance(token, str) or not token:
+        raise TypeError(f"oauth_cb: the token must be a non-empty str, got {type(token).__name__}")
+    if isinstance(expiry, bool) or not isinstance(expiry, (int, float)) or not math.isfinite(expiry):
+        raise TypeError(f"oauth_cb: the expiry must be epoch seconds (int or float), got {expiry!r}")
+    if principal is None:
+        principal = ""
+    if not isinstance(principal, str):
+        raise TypeError(f"oauth_cb: the principal must be str, got {type(principal).__name__}")
+    flat: list[str] = []
+    for key, value in (extensions or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"oauth_cb: extensions must be {{str: str}}, got {key!r}: {value!r}")
+        flat += [key, value]
+    return token, int(expiry * 1000), principal, flat
+
+
 # ---- client handle ---------------------------------------------------------------
 
 _NO_ARGUMENT = object()
@@ -371,8 +437,14 @@ class Client:
         poll_interval_ms: int = 100,
         start_thread: bool = True,
         extra_events: int = 0,
+        oauth_cb: Callable[[str], Any] | None = None,
     ) -> None:
         self.logger = logger or log
+        self._oauth_cb = check_oauth_cb(oauth_cb, props)
+        #: the last authentication / TLS handshake failure librdkafka reported (None once a
+        #: metadata request succeeded after it); waits for the broker end at once on it
+        self.auth_failure: KafkaError | None = None
+        self.bootstrap = str(props.get("bootstrap.servers") or props.get("metadata.broker.list") or "")
         self._on_deliveries = on_deliveries
         self._on_stats = on_stats
         self._on_error = on_error
@@ -398,6 +470,8 @@ class Client:
                 raise
         # extra_events: e.g. RD_KAFKA_EVENT_REBALANCE, which then arrives on the consumer
         # queue (see consumer_queue) for the caller to serve
+        if oauth_cb is not None:  # token refreshes arrive on the main queue: _refresh_token
+            extra_events |= lib.RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH
         lib.rd_kafka_conf_set_events(conf, EVENTS_ALL | extra_events)
         errstr = ffi.new("char[]", 512)
         rk_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
@@ -550,6 +624,8 @@ class Client:
             err = lib.rd_kafka_event_error(ev)
             text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
             error = KafkaError(err, text, fatal=bool(lib.rd_kafka_event_error_is_fatal(ev)))
+            if err in AUTH_FAILURES:
+                self.auth_failure = error
             if self._on_error is not None:
                 self._call(self._on_error, error)
             else:
@@ -567,6 +643,34 @@ class Client:
                                       facility, line)
                 else:
                     self.logger.log(lvl, "librdkafka %s: %s", facility, line)
+        elif etype == lib.RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH and self._oauth_cb is not None:
+            config = lib.rd_kafka_event_config_string(ev)
+            self._refresh_token(ffi.string(config).decode(errors="replace")
+                                if config != ffi.NULL else "")
+
+    def _refresh_token(self, config: str) -> None:
+        """Ask ``oauth_cb(sasl.oauthbearer.config)`` for a token and hand it to librdkafka;
+        when the callback raises or returns something unusable, tell librdkafka why
+        (rd_kafka_oauthbearer_set_token_failure: it reports ``_AUTHENTICATION`` and asks again
+        in 10 s)."""
+        errstr = ffi.new("char[]", 512)
+        try:
+            token, lifetime_ms, principal, extensions = _oauth_token(self._oauth_cb, config)
+            keep = [ffi.new("char[]", x.encode()) for x in extensions]
+            array = ffi.new("const char *[]", keep) if keep else ffi.NULL
+            err = lib.rd_kafka_oauthbearer_set_token(
+                self.rk, token.encode(), lifetime_ms, principal.encode(), array, len(keep),
+                errstr, 512)
+            if err:
+                raise ValueError(f"librdkafka refused the token: "
+                                 f"{ffi.string(errstr).decode(errors='replace')}")
+            self.auth_failure = None  # new credentials: an earlier refusal says nothing now
+        except BaseException as e:  # on the event thread: reported, never raised
+            # the callback's failure is the token's failure (SystemExit too: this thread
+            # cannot exit the program)
+            why = f"oauth_cb failed: {type(e).__name__}" + (f": {e}" if str(e) else "")
+            self.logger.error("rdk: %s", why, exc_info=not isinstance(e, (ValueError, TypeError)))
+            lib.rd_kafka_oauthbearer_set_token_failure(self.rk, why.encode(errors="replace"))
 
     def _log_limited(self, level: int, key: Any, fmt: str, *args: Any) -> None:
         """Log once per RepeatLimiter interval for the same ``key``, saying how many were held."""
@@ -597,8 +701,22 @@ class Client:
         self.ensure_open()
         mdp = ffi.new("const struct rd_kafka_metadata **")
         rkt = self.topic(topic) if topic is not None else ffi.NULL
-        err = lib.rd_kafka_metadata(self.rk, 0 if topic else 1, rkt, mdp, int(timeout * 1000))
-        check(err, f"metadata for {topic!r}" if topic else "metadata")
+        what = f"metadata for {topic!r}" if topic else "metadata"
+        deadline = time.monotonic() + timeout
+        step = min(timeout, _AUTH_CHECK_STEP)
+        while True:
+            # short steps while no broker is usable (_TRANSPORT), so that an authentication
+            # failure ends the wait at once; once one is, the rest of the wait in one call
+            err = lib.rd_kafka_metadata(self.rk, 0 if topic else 1, rkt, mdp, max(1, int(step * 1000)))
+            left = deadline - time.monotonic()
+            if err != _ERR_TRANSPORT or left <= 0:
+                break
+            self.raise_auth_failure(what)
+            step = min(left, _AUTH_CHECK_STEP)
+        if err == _ERR_TRANSPORT:
+            self.raise_auth_failure(what)
+        check(err, what)
+        self.auth_failure = None  # a broker answered: whatever failed before is cured
         md = mdp[0]
         try:
             result = []
@@ -619,6 +737,13 @@ class Client:
             return result
         finally:
             lib.rd_kafka_metadata_destroy(md)
+
+    def raise_auth_failure(self, what: str) -> None:
+        """Raise the KafkaError of the last authentication failure (naming the broker and
+        librdkafka's text), if one is current."""
+        failure = self.auth_failure
+        if failure is not None:
+            raise auth_error(failure, self.bootstrap, what)
 
     def partition_count(self, topic: str, timeout: float = 10.0) -> int:
         """Partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -32,6 +33,8 @@ _PARTITIONS = _TopicOp("create_partitions", "rd_kafka_NewPartitions_t *[]", lib.
                        lib.rd_kafka_CreatePartitions_result_topics)
 
 
+_AUTH_CHECK_MS = 500  # admin waits look for an authentication failure this often
+
 # librdkafka takes timeouts as int milliseconds (and rdk waits 2 s longer for the answer)
 MAX_TIMEOUT = 2_000_000.0
 
@@ -43,17 +46,24 @@ def _check_timeout(value: Any, name: str = "timeout") -> float:
 
 
 class Admin:
-    """Topic admin and metadata: ``Admin(broker, driver_options=None)``.
+    """Topic admin and metadata: ``Admin(broker, driver_options=None, *, oauth_cb=None)``.
 
+    ``oauth_cb(sasl.oauthbearer.config) -> (token, expiry_epoch_seconds[, principal[,
+    extensions]])`` supplies SASL/OAUTHBEARER tokens (confluent-kafka's name and shape; it runs
+    on rdk's event thread). A call that waits for a broker raises the KafkaError of an
+    authentication or TLS failure (``_AUTHENTICATION``, ``_SSL``...) as soon as librdkafka
+    reports one, naming the broker, instead of waiting out its timeout.
     Usable as a context manager; ``close()`` is idempotent.
     """
 
-    def __init__(self, broker: str, driver_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, broker: str, driver_options: Mapping[str, Any] | None = None, *,
+                 oauth_cb: Callable[[str], Any] | None = None) -> None:
         check_broker(broker)
         # a metadata lookup must not create the topic it asks about
         self._props = {"bootstrap.servers": broker, "allow.auto.create.topics": False,
                        **check_options(driver_options, "driver_options")}
-        self._client = _binding.Client("producer", self._props)
+        self._oauth_cb = oauth_cb
+        self._client = _binding.Client("producer", self._props, oauth_cb=oauth_cb)
         self._fetch_client: _binding.Client | None = None
 
     # -- topics ------------------------------------------------------------------
@@ -158,7 +168,8 @@ class Admin:
         if self._fetch_client is None:
             self._fetch_client = _binding.Client(
                 "consumer", {"fetch.wait.max.ms": 10, **self._props,
-                             "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+                             "enable.partition.eof": True, "auto.offset.reset": "earliest"},
+                oauth_cb=self._oauth_cb)
         marks = _partitions.true_watermarks(self._client, topic, [partition], timeout,
                                             fetch_client=self._fetch_client)
         return marks[partition]
@@ -234,10 +245,18 @@ class Admin:
             lib.rd_kafka_AdminOptions_set_request_timeout(opts, int(timeout * 1000), errstr, 256)
             lib.rd_kafka_AdminOptions_set_operation_timeout(opts, int(timeout * 1000), errstr, 256)
             call(opts, q)
-            ev = lib.rd_kafka_queue_poll(q, int(timeout * 1000) + 2000)
-            if ev == ffi.NULL:
-                raise KafkaError(ERROR_CODES["_TIMED_OUT"], context="admin request")
-            return ev
+            # short polls: an authentication failure ends the wait at once
+            deadline = time.monotonic() + timeout + 2.0
+            while True:
+                left = deadline - time.monotonic()
+                ev = lib.rd_kafka_queue_poll(q, max(0, min(_AUTH_CHECK_MS, int(left * 1000))))
+                if ev != ffi.NULL:
+                    if not lib.rd_kafka_event_error(ev):
+                        self._client.auth_failure = None  # a broker answered
+                    return ev
+                self._client.raise_auth_failure("admin request")
+                if left <= 0:
+                    raise KafkaError(ERROR_CODES["_TIMED_OUT"], context="admin request")
         finally:
             lib.rd_kafka_AdminOptions_destroy(opts)
             lib.rd_kafka_queue_destroy(q)

@@ -61,6 +61,7 @@ log = logging.getLogger("rdk")
 _OFFSET_WRITE_INTERVAL = 0.1   # offset writes start at most 10 times a second (they coalesce)
 _OFFSET_WRITE_CPU_SHARE = 0.05  # ...and take at most ~5 % of a core (thousands of partitions)
 _WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
+_REFUSED = {"GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"}  # stop the consumer
 METADATA_TIMEOUT = 10.0        # start(): seconds to learn the topic's partitions from the broker
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -96,6 +97,12 @@ class Consumer:
     (or ``metadata.broker.list``) only with the same value (else ConfigError), as for the
     Producer. A consumer belongs to the process that created it: in a forked child every
     call raises ClosedError and ``stop()``/``close()`` return at once, touching nothing.
+
+    ``oauth_cb(sasl.oauthbearer.config) -> (token, expiry_epoch_seconds[, principal[,
+    extensions]])`` supplies SASL/OAUTHBEARER tokens to every client the consumer makes
+    (confluent-kafka's name and shape). An authentication or TLS failure (``_AUTHENTICATION``,
+    ``_SSL``) makes ``start()`` raise its KafkaError as soon as librdkafka reports it, naming
+    the broker; after start() one is logged as ERROR (librdkafka keeps retrying).
     """
 
     def __init__(
@@ -123,6 +130,7 @@ class Consumer:
         group_id: str | None = None,
         on_assign: Callable[[list[tuple[str, int]]], Any] | None = None,
         on_revoke: Callable[[list[tuple[str, int]]], Any] | None = None,
+        oauth_cb: Callable[[str], Any] | None = None,
     ) -> None:
         self.broker = check_broker(broker)
         if group_id is not None:
@@ -167,6 +175,7 @@ class Consumer:
         self._pid = os.getpid()  # the process this consumer belongs to
         self._configure(check_options(driver_options, "driver_options"),
                         check_options(topic_options, "topic_options"))
+        self._oauth_cb = _binding.check_oauth_cb(oauth_cb, self._driver_options)
         if group_id is not None:
             if offset_store is not None and self._multi_topic:
                 raise ValueError("offset_store= keeps one topic's progress; with several topics "
@@ -295,7 +304,7 @@ class Consumer:
         client = self._client = _binding.Client(
             "consumer", self._props, self._topic_props, logger=cast(logging.Logger, self.logger),
             on_stats=self._on_stats if self._stats_callback else None,
-            on_error=self._on_client_error)
+            on_error=self._on_client_error, oauth_cb=self._oauth_cb)
         count = self._partition_count(client)
         owned = slots.owned_partitions(count, self.num_workers, self.worker_slot, self.topic)
         if self.offset_directory is not None:
@@ -310,10 +319,7 @@ class Consumer:
         fresh = [p for p in owned if p not in starts]
         if fresh and self.start_offset == "latest":
             starts.update(self._high_watermarks(client, fresh))
-        self._committer = offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
-                                                  name=f"rdk-offsets-{self.topic}",
-                                                  min_interval=_OFFSET_WRITE_INTERVAL,
-                                                  max_cpu_share=_OFFSET_WRITE_CPU_SHARE)
+        self._committer = self._new_committer()
         pipeline = self._pipeline = FetchPipeline(
             client, self.topic, partition_count=count, partitions=owned, next_offsets=starts,
             max_messages=self.max_messages_per_callback, decode=self.decode is not None,
@@ -331,6 +337,14 @@ class Consumer:
                          {p: stored[p] + 1 if p in stored else self.start_offset for p in owned})
         return pipeline
 
+    def _new_committer(self) -> offsets.OffsetCommitter:
+        """The one committer of every mode: writes start at most 10 times a second and take
+        at most ~5 % of a core (thousands of partitions' offset files)."""
+        return offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
+                                       name=f"rdk-offsets-{self.topic}",
+                                       min_interval=_OFFSET_WRITE_INTERVAL,
+                                       max_cpu_share=_OFFSET_WRITE_CPU_SHARE)
+
     def _setup_group(self) -> FetchPipeline:
         """Group mode: client with group.id, the group's store, pipeline, then subscribe."""
         props = {**self._props, "group.id": self.group_id, "enable.auto.commit": False,
@@ -341,7 +355,8 @@ class Consumer:
         client = self._client = _binding.Client(
             "consumer", props, self._topic_props, logger=cast(logging.Logger, self.logger),
             on_stats=self._on_stats if self._stats_callback else None,
-            on_error=self._on_client_error, extra_events=lib.RD_KAFKA_EVENT_REBALANCE)
+            on_error=self._on_client_error, extra_events=lib.RD_KAFKA_EVENT_REBALANCE,
+            oauth_cb=self._oauth_cb)
         count = 1
         for t in self.topics:  # literal topics must exist: fail at once, as slot mode does
             n = self._partition_count(client, t)
@@ -366,9 +381,7 @@ class Consumer:
                 bind(topic=self.topic, broker=self.broker, driver_options=self._driver_options,
                      logger=self.logger)
             self._store = TopicKeyedStore(self._store, self.topic)
-        self._committer = offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
-                                                  name=f"rdk-offsets-{self.topic}",
-                                                  min_interval=_OFFSET_WRITE_INTERVAL)
+        self._committer = self._new_committer()
         if not self._multi_topic:
             self._beyond_end = BeyondEndRule(
                 client, self.topic, [], pipeline.expected, self.on_offset_out_of_range,
@@ -386,7 +399,7 @@ class Consumer:
         client = self._client = _binding.Client(
             "consumer", self._props, self._topic_props, logger=cast(logging.Logger, self.logger),
             on_stats=self._on_stats if self._stats_callback else None,
-            on_error=self._on_client_error)
+            on_error=self._on_client_error, oauth_cb=self._oauth_cb)
         counts = {t: self._partition_count(client, t) for t in self.topics}
         owned = {t: slots.owned_partitions(n, self.num_workers, self.worker_slot, t)
                  for t, n in counts.items()}
@@ -405,9 +418,7 @@ class Consumer:
             fresh = [p for p in ps if (t, p) not in starts]
             if fresh and self.start_offset == "latest":
                 starts.update({(t, p): hi for p, hi in self._high_watermarks(client, fresh, t).items()})
-        self._committer = offsets.OffsetCommitter(self._store, cast(logging.Logger, self.logger),
-                                                  name=f"rdk-offsets-{self.topic}",
-                                                  min_interval=_OFFSET_WRITE_INTERVAL)
+        self._committer = self._new_committer()
         first = self.topics[0]
         pipeline = self._pipeline = FetchPipeline(
             client, first, partition_count=counts[first], partitions=[], next_offsets={},
@@ -502,6 +513,8 @@ class Consumer:
         try:
             return client.partition_count(topic, METADATA_TIMEOUT)
         except KafkaError as e:
+            if _binding.is_auth_failure(e):  # names the broker and librdkafka's reason
+                raise KafkaError(e.code, e.description, context="start()") from e
             if e.name == "UNKNOWN_TOPIC_OR_PART":
                 raise
             raise KafkaError(
@@ -517,7 +530,8 @@ class Consumer:
         fetch_client = _binding.Client(
             "consumer", {"fetch.wait.max.ms": 10, "bootstrap.servers": self.broker,
                          "allow.auto.create.topics": False, **self._driver_options,
-                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+                         "enable.partition.eof": True, "auto.offset.reset": "earliest"},
+            oauth_cb=self._oauth_cb)
         try:
             marks = _partitions.true_watermarks(client, topic or self.topic, partitions,
                                                 _WATERMARK_TIMEOUT, fetch_client=fetch_client)
@@ -870,6 +884,12 @@ class Consumer:
     def _on_client_error(self, err: KafkaError) -> None:
         if err.fatal:
             self.logger.error("consumer of %s: fatal librdkafka error: %s", self.topic, err)
+            self._fail(err)
+        elif _binding.is_auth_failure(err):
+            self.logger.error("consumer of %s: authentication failed: %s", self.topic, err)
+        elif err.name in _REFUSED or (err.name == "TOPIC_AUTHORIZATION_FAILED" and self.pattern is None):
+            # the broker's ACLs refuse this principal: a retry gets the same answer (the Java
+            # consumer's poll() throws it too); stop and say so rather than idle
             self._fail(err)
         else:
             self.logger.warning("consumer of %s: %s", self.topic, err)

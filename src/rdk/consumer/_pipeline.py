@@ -32,7 +32,10 @@ QUEUE_DEPTH = 3             # filled batch buffers waiting for the consuming thr
 EXTRA_BUFFERS = 2           # more, only while paused (to keep draining librdkafka's queue)
 IDLE_CHECK_SECONDS = 1.0    # while idle, call on_idle at most this often
 
-_FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"]}
+# fetch errors that stop the consumer by name (a topic it may not read never becomes readable
+# by retrying: the Java client throws TopicAuthorizationException from poll() too)
+_FATAL_FETCH_ERRORS = {ERROR_CODES["_AUTO_OFFSET_RESET"], ERROR_CODES["OFFSET_OUT_OF_RANGE"],
+                       ERROR_CODES["TOPIC_AUTHORIZATION_FAILED"]}
 
 #: a filled rdk_batch, its per-partition summary, its fetch number and its topic
 Filled = tuple[Any, Parts, int, str]

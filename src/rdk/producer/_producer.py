@@ -46,6 +46,7 @@ log = logging.getLogger("rdk")
 QUEUE_FULL_POLICIES = ("drop", "block", "raise")
 
 _UA = lib.RD_KAFKA_PARTITION_UA
+_AUTH_PROBE = 0.5  # seconds: a drain notices an authentication failure this soon
 _PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
 _INT32_MAX = 0x7FFFFFFF
 _ERR_STATE = _binding.ERROR_CODES["_STATE"]
@@ -108,6 +109,18 @@ class Producer:
     ``commit_transaction()`` or ``abort_transaction()``. Their failures raise
     ``rdk.TransactionError`` classified by librdkafka (``fatal``, ``txn_requires_abort``,
     ``retriable``).
+
+    ``oauth_cb(sasl.oauthbearer.config) -> (token, expiry_epoch_seconds[, principal[,
+    extensions]])`` supplies SASL/OAUTHBEARER tokens (confluent-kafka's name and shape); it
+    runs on the producer's event thread, and when it raises librdkafka is told the token
+    failed (``_AUTHENTICATION``, asked again 10 s later).
+
+    **Authentication failures** (wrong password, unknown user, refused token, a broker
+    certificate that does not verify: ``_AUTHENTICATION``, ``_SSL``) are logged as ERROR at
+    once; while one is current and no broker answers, ``send()`` raises its KafkaError
+    (nothing enqueued), ``flush()`` raises it as soon as it is seen (the messages stay
+    queued: librdkafka retries them until ``message.timeout.ms``), and ``stop()`` does not
+    wait: it fails the queued messages at once and logs why.
     """
 
     def __init__(
@@ -124,6 +137,7 @@ class Producer:
         balancer: str = "consistent_random",
         on_queue_full: str = "drop",
         transactional_id: str | None = None,
+        oauth_cb: Callable[[str], Any] | None = None,
     ) -> None:
         check_broker(broker)
         self._stats_cb = check_callable(stats_callback, "stats_callback")
@@ -175,7 +189,7 @@ class Producer:
         self._client = _binding.Client(
             "producer", props, topic_props,
             on_deliveries=self._on_deliveries, on_stats=self._on_stats,
-            on_error=self._on_error, on_poll=self._on_poll,
+            on_error=self._on_error, on_poll=self._on_poll, oauth_cb=oauth_cb,
         )
         self._rk = self._client.rk
         _exit.register(self, _exit.PRODUCERS)
@@ -213,6 +227,9 @@ class Producer:
         if self._fatal is not None:
             raise self._fatal
         part = self._check_send(topic, partition, payloads, timeout, on_delivery)
+        failure = self._auth_failed(f"send to {topic!r}")
+        if failure is not None:
+            raise failure
         if timeout is not None:
             timeout = min(timeout, MAX_TIMEOUT)
         if part != _UA:
@@ -463,6 +480,8 @@ class Producer:
 
     # -- event thread (handlers of the Client) ---------------------------------
     def _on_deliveries(self, d: Any) -> None:
+        if d.n_runs:  # delivered: the broker took our credentials
+            self._client.auth_failure = None
         self._ledger.on_deliveries(d)
 
     def _on_poll(self) -> None:
@@ -481,6 +500,9 @@ class Producer:
         if error.fatal:
             self._fatal = error
             log.error("rdk.Producer: fatal librdkafka error: %s", error)
+        elif _binding.is_auth_failure(error):
+            log.error("rdk.Producer: authentication failed, nothing is delivered until it "
+                      "succeeds: %s", error)
         else:
             log.warning("rdk.Producer: librdkafka error: %s", error)
 
@@ -504,23 +526,42 @@ class Producer:
         self._check_open()
         timeout = _timeout(timeout)
         self._not_on_event_thread("flush")
-        queued = self._drain(time.monotonic() + timeout)
+        queued = self._drain(time.monotonic() + timeout, stop_on_auth=True)
+        failure = self._auth_failed("flush()") if queued else None
+        if failure is not None:
+            raise KafkaError(failure.code, f"{failure.description}; {queued} message(s) still "
+                             "queued (librdkafka retries them until message.timeout.ms; stop() "
+                             "fails them at once)", context=failure.context)
         with self._cond:
             return FlushResult(queued, self._ledger.take_failed())
 
-    def _drain(self, deadline: float) -> int:
+    def _auth_failed(self, what: str) -> KafkaError | None:
+        """The KafkaError of a current authentication failure: one librdkafka reported and
+        no broker answers now (a short metadata request, made only after such a report)."""
+        if self._client.auth_failure is None:
+            return None
+        try:
+            self._client.metadata(None, _AUTH_PROBE)
+        except KafkaError as e:
+            if _binding.is_auth_failure(e):
+                return KafkaError(e.code, e.description, context=what)
+        return None
+
+    def _drain(self, deadline: float, stop_on_auth: bool = False) -> int:
         settled = self._ledger.settled
         while True:
             with self._cond:
                 if settled():
                     return 0
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (stop_on_auth and self._client.auth_failure is not None
+                             and self._auth_failed("flush") is not None):
                 with self._cond:
                     return self._ledger.queue_length
             # linger is immediate while rd_kafka_flush runs; it returns once librdkafka
-            # has handed every report to our event thread
-            lib.rd_kafka_flush(self._rk, max(1, int(left * 1000)))
+            # has handed every report to our event thread (short calls: an authentication
+            # failure is noticed within _AUTH_PROBE seconds)
+            lib.rd_kafka_flush(self._rk, max(1, int(min(left, _AUTH_PROBE) * 1000)))
             with self._cond:
                 self._cond.wait_for(settled, max(0.0, min(0.2, deadline - time.monotonic())))
 
@@ -558,9 +599,12 @@ class Producer:
         close_at = deadline - min(0.1, timeout * 0.05)  # time left to free the handle
         with self._cond:  # blocked sends see _closing and return
             self._cond.wait_for(lambda: self._active == 0, max(0.0, purge_at - start))
-        left = self._drain(purge_at)
+        left = self._drain(purge_at, stop_on_auth=True)
         if left:
+            failure = self._auth_failed("stop()")
             lib.rd_kafka_purge(self._rk, _PURGE_ALL)  # purged messages are reported as failed
+            if failure is not None:
+                log.error("rdk.Producer.stop(): %d message(s) not delivered: %s", left, failure)
             left = self._drain(close_at)
         with self._cond:  # a transaction call still inside librdkafka closes it on return
             self._close_deferred = self._txn_calls > 0
