@@ -299,6 +299,90 @@ rd_kafka_resp_err_t rd_kafka_topic_result_error(const rd_kafka_topic_result_t *t
 const char *rd_kafka_topic_result_error_string(const rd_kafka_topic_result_t *topicres);
 const char *rd_kafka_topic_result_name(const rd_kafka_topic_result_t *topicres);
 
+/* ---- admin: groups (list, describe, delete; group configs) ------------------
+ * ConfigResource is typedef'd in rdk_share.h (read later): named by its struct here. */
+typedef struct rd_kafka_group_result_s rd_kafka_group_result_t;
+typedef struct rd_kafka_DeleteGroup_s rd_kafka_DeleteGroup_t;
+typedef struct rd_kafka_ConsumerGroupListing_s rd_kafka_ConsumerGroupListing_t;
+typedef struct rd_kafka_ConsumerGroupDescription_s rd_kafka_ConsumerGroupDescription_t;
+typedef struct rd_kafka_MemberDescription_s rd_kafka_MemberDescription_t;
+typedef struct rd_kafka_MemberAssignment_s rd_kafka_MemberAssignment_t;
+typedef struct rd_kafka_ConfigEntry_s rd_kafka_ConfigEntry_t;
+typedef struct rd_kafka_ListConsumerGroups_result_s rd_kafka_ListConsumerGroups_result_t;
+typedef struct rd_kafka_DescribeConsumerGroups_result_s rd_kafka_DescribeConsumerGroups_result_t;
+typedef struct rd_kafka_DeleteGroups_result_s rd_kafka_DeleteGroups_result_t;
+typedef struct rd_kafka_DescribeConfigs_result_s rd_kafka_DescribeConfigs_result_t;
+typedef enum { RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN, ... } rd_kafka_consumer_group_state_t;
+typedef enum { RD_KAFKA_CONSUMER_GROUP_TYPE_UNKNOWN, ... } rd_kafka_consumer_group_type_t;
+const char *rd_kafka_consumer_group_state_name(rd_kafka_consumer_group_state_t state);
+const char *rd_kafka_consumer_group_type_name(rd_kafka_consumer_group_type_t type);
+/* an rd_kafka_AlterConfigOpType_t value (that enum is declared in rdk_share.h) */
+static const int RD_KAFKA_ALTER_CONFIG_OP_TYPE_DELETE;
+
+const rd_kafka_error_t *rd_kafka_group_result_error(const rd_kafka_group_result_t *groupres);
+const char *rd_kafka_group_result_name(const rd_kafka_group_result_t *groupres);
+
+rd_kafka_DeleteGroup_t *rd_kafka_DeleteGroup_new(const char *group);
+void rd_kafka_DeleteGroup_destroy(rd_kafka_DeleteGroup_t *del_group);
+void rd_kafka_DeleteGroups(rd_kafka_t *rk, rd_kafka_DeleteGroup_t **del_groups,
+                           size_t del_group_cnt, const rd_kafka_AdminOptions_t *options,
+                           rd_kafka_queue_t *rkqu);
+const rd_kafka_DeleteGroups_result_t *rd_kafka_event_DeleteGroups_result(rd_kafka_event_t *rkev);
+const rd_kafka_group_result_t **rd_kafka_DeleteGroups_result_groups(
+    const rd_kafka_DeleteGroups_result_t *result, size_t *cntp);
+
+void rd_kafka_ListConsumerGroups(rd_kafka_t *rk, const rd_kafka_AdminOptions_t *options,
+                                 rd_kafka_queue_t *rkqu);
+const rd_kafka_ListConsumerGroups_result_t *rd_kafka_event_ListConsumerGroups_result(
+    rd_kafka_event_t *rkev);
+const rd_kafka_ConsumerGroupListing_t **rd_kafka_ListConsumerGroups_result_valid(
+    const rd_kafka_ListConsumerGroups_result_t *result, size_t *cntp);
+const char *rd_kafka_ConsumerGroupListing_group_id(const rd_kafka_ConsumerGroupListing_t *grplist);
+rd_kafka_consumer_group_state_t rd_kafka_ConsumerGroupListing_state(
+    const rd_kafka_ConsumerGroupListing_t *grplist);
+rd_kafka_consumer_group_type_t rd_kafka_ConsumerGroupListing_type(
+    const rd_kafka_ConsumerGroupListing_t *grplist);
+
+void rd_kafka_DescribeConsumerGroups(rd_kafka_t *rk, const char **groups, size_t groups_cnt,
+                                     const rd_kafka_AdminOptions_t *options,
+                                     rd_kafka_queue_t *rkqu);
+const rd_kafka_DescribeConsumerGroups_result_t *rd_kafka_event_DescribeConsumerGroups_result(
+    rd_kafka_event_t *rkev);
+const rd_kafka_ConsumerGroupDescription_t **rd_kafka_DescribeConsumerGroups_result_groups(
+    const rd_kafka_DescribeConsumerGroups_result_t *result, size_t *cntp);
+const char *rd_kafka_ConsumerGroupDescription_group_id(
+    const rd_kafka_ConsumerGroupDescription_t *grpdesc);
+const rd_kafka_error_t *rd_kafka_ConsumerGroupDescription_error(
+    const rd_kafka_ConsumerGroupDescription_t *grpdesc);
+rd_kafka_consumer_group_state_t rd_kafka_ConsumerGroupDescription_state(
+    const rd_kafka_ConsumerGroupDescription_t *grpdesc);
+rd_kafka_consumer_group_type_t rd_kafka_ConsumerGroupDescription_type(
+    const rd_kafka_ConsumerGroupDescription_t *grpdesc);
+size_t rd_kafka_ConsumerGroupDescription_member_count(
+    const rd_kafka_ConsumerGroupDescription_t *grpdesc);
+const rd_kafka_MemberDescription_t *rd_kafka_ConsumerGroupDescription_member(
+    const rd_kafka_ConsumerGroupDescription_t *grpdesc, size_t idx);
+const char *rd_kafka_MemberDescription_client_id(const rd_kafka_MemberDescription_t *member);
+const char *rd_kafka_MemberDescription_consumer_id(const rd_kafka_MemberDescription_t *member);
+const char *rd_kafka_MemberDescription_host(const rd_kafka_MemberDescription_t *member);
+const rd_kafka_MemberAssignment_t *rd_kafka_MemberDescription_assignment(
+    const rd_kafka_MemberDescription_t *member);
+const rd_kafka_topic_partition_list_t *rd_kafka_MemberAssignment_partitions(
+    const rd_kafka_MemberAssignment_t *assignment);
+
+void rd_kafka_DescribeConfigs(rd_kafka_t *rk, struct rd_kafka_ConfigResource_s **configs,
+                              size_t config_cnt, const rd_kafka_AdminOptions_t *options,
+                              rd_kafka_queue_t *rkqu);
+const rd_kafka_DescribeConfigs_result_t *rd_kafka_event_DescribeConfigs_result(
+    rd_kafka_event_t *rkev);
+const struct rd_kafka_ConfigResource_s **rd_kafka_DescribeConfigs_result_resources(
+    const rd_kafka_DescribeConfigs_result_t *result, size_t *cntp);
+const rd_kafka_ConfigEntry_t **rd_kafka_ConfigResource_configs(
+    const struct rd_kafka_ConfigResource_s *config, size_t *cntp);
+const char *rd_kafka_ConfigEntry_name(const rd_kafka_ConfigEntry_t *entry);
+const char *rd_kafka_ConfigEntry_value(const rd_kafka_ConfigEntry_t *entry);
+int rd_kafka_ConfigEntry_is_default(const rd_kafka_ConfigEntry_t *entry);
+
 /* ---- high-level (group) consumer: subscribe, rebalance, seek ------------- */
 rd_kafka_resp_err_t rd_kafka_subscribe(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *topics);
 rd_kafka_resp_err_t rd_kafka_unsubscribe(rd_kafka_t *rk);

@@ -1,4 +1,5 @@
-"""rdk.Admin: topic admin, metadata and offsets lookup over librdkafka's admin APIs."""
+"""rdk.Admin: topic admin, metadata, offsets lookup and group admin (group configs, deleting
+and resetting share groups) over librdkafka's admin APIs."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def _check_timeout(value: Any, name: str = "timeout") -> float:
 
 
 class Admin:
-    """Topic admin and metadata: ``Admin(broker, driver_options=None, *, oauth_cb=None)``.
+    """Topic admin, metadata and group admin: ``Admin(broker, driver_options=None, *,
+    oauth_cb=None)``.
 
     ``oauth_cb(sasl.oauthbearer.config) -> (token, expiry_epoch_seconds[, principal[,
     extensions]])`` supplies SASL/OAUTHBEARER tokens (confluent-kafka's name and shape; it runs
@@ -204,6 +206,136 @@ class Admin:
         found = _partitions.partition_list_offsets(tpl, "offsets_for_times")
         return {p: offset for (_, p), offset in found.items()}
 
+    # -- groups ------------------------------------------------------------------
+    def alter_group_config(self, group_id: str, configs: Mapping[str, Any], *,
+                           timeout: float = 30.0) -> None:
+        """Set group configuration properties, ``{name: value}`` (a value of None removes the
+        group's own setting, back to the broker's default): IncrementalAlterConfigs on the
+        GROUP resource. E.g. ``{"share.auto.offset.reset": "earliest"}`` or
+        ``{"share.record.lock.duration.ms": 5000}`` for a share group (within the broker's
+        ``group.share.min/max.record.lock.duration.ms``). The group need not exist yet.
+        Raises KafkaError with the broker's text (``INVALID_CONFIG`` for an unknown name or a
+        value out of bounds)."""
+        check_group_id(group_id)
+        timeout = _check_timeout(timeout)
+        if not isinstance(configs, Mapping):
+            raise TypeError("alter_group_config: configs must be a dict of name to value, "
+                            f"got {type(configs).__name__}")
+        if not configs:
+            return
+        res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
+        context = f"alter_group_config of group {group_id!r}"
+        try:
+            for name, value in configs.items():
+                if not isinstance(name, str) or not name:
+                    raise TypeError(f"alter_group_config: config names must be non-empty str, "
+                                    f"got {name!r}")
+                if value is None:
+                    op, text = lib.RD_KAFKA_ALTER_CONFIG_OP_TYPE_DELETE, ffi.NULL
+                else:
+                    op = lib.RD_KAFKA_ALTER_CONFIG_OP_TYPE_SET
+                    text = _binding.conf_value(name, value).encode()
+                error = lib.rd_kafka_ConfigResource_add_incremental_config(
+                    res, name.encode(), op, text)
+                _raise_error(error, f"{context}: {name!r}")
+            array = ffi.new("rd_kafka_ConfigResource_t *[1]", [res])
+            ev = self._run_admin(lambda opts, q: lib.rd_kafka_IncrementalAlterConfigs(
+                self._rk, array, 1, opts, q), timeout)
+            try:
+                _raise_event_error(ev, context)
+                cnt = ffi.new("size_t *")
+                resources = lib.rd_kafka_IncrementalAlterConfigs_result_resources(
+                    lib.rd_kafka_event_IncrementalAlterConfigs_result(ev), cnt)
+                for i in range(cnt[0]):
+                    _raise_resource_error(resources[i], context)
+            finally:
+                lib.rd_kafka_event_destroy(ev)
+        finally:
+            lib.rd_kafka_ConfigResource_destroy(res)
+
+    def describe_group_config(self, group_id: str, *, timeout: float = 30.0) -> dict[str, str]:
+        """The group's configuration, ``{name: value}`` (DescribeConfigs on the GROUP
+        resource): the group's own settings and the broker's defaults for the rest, e.g.
+        ``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
+        ``share.delivery.count.limit``. A group that does not exist gets the defaults."""
+        check_group_id(group_id)
+        timeout = _check_timeout(timeout)
+        res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
+        context = f"describe_group_config of group {group_id!r}"
+        try:
+            array = ffi.new("rd_kafka_ConfigResource_t *[1]", [res])
+            ev = self._run_admin(lambda opts, q: lib.rd_kafka_DescribeConfigs(
+                self._rk, array, 1, opts, q), timeout)
+            try:
+                _raise_event_error(ev, context)
+                cnt = ffi.new("size_t *")
+                resources = lib.rd_kafka_DescribeConfigs_result_resources(
+                    lib.rd_kafka_event_DescribeConfigs_result(ev), cnt)
+                out: dict[str, str] = {}
+                for i in range(cnt[0]):
+                    _raise_resource_error(resources[i], context)
+                    n = ffi.new("size_t *")
+                    entries = lib.rd_kafka_ConfigResource_configs(resources[i], n)
+                    for j in range(n[0]):
+                        value = lib.rd_kafka_ConfigEntry_value(entries[j])
+                        if value != ffi.NULL:
+                            out[ffi.string(lib.rd_kafka_ConfigEntry_name(entries[j])).decode()] = \
+                                ffi.string(value).decode(errors="replace")
+                return dict(sorted(out.items()))
+            finally:
+                lib.rd_kafka_event_destroy(ev)
+        finally:
+            lib.rd_kafka_ConfigResource_destroy(res)
+
+    def delete_share_group(self, group_id: str, *, missing_ok: bool = False,
+                           timeout: float = 30.0) -> None:
+        """Delete a share group and its progress (DeleteGroups, which Kafka 4.x applies to
+        share groups too; any other group kind is deleted the same way). The group must have
+        no members: ``NON_EMPTY_GROUP`` otherwise. ``GROUP_ID_NOT_FOUND`` unless
+        ``missing_ok``. The group's configuration (``alter_group_config``) is kept."""
+        check_group_id(group_id)
+        timeout = _check_timeout(timeout)
+        request = lib.rd_kafka_DeleteGroup_new(group_id.encode())
+        context = f"delete_share_group of group {group_id!r}"
+        try:
+            array = ffi.new("rd_kafka_DeleteGroup_t *[1]", [request])
+            ev = self._run_admin(lambda opts, q: lib.rd_kafka_DeleteGroups(
+                self._rk, array, 1, opts, q), timeout)
+            try:
+                _raise_event_error(ev, context)
+                cnt = ffi.new("size_t *")
+                groups = lib.rd_kafka_DeleteGroups_result_groups(
+                    lib.rd_kafka_event_DeleteGroups_result(ev), cnt)
+                for i in range(cnt[0]):
+                    error = lib.rd_kafka_group_result_error(groups[i])
+                    if error == ffi.NULL:
+                        continue
+                    code = lib.rd_kafka_error_code(error)
+                    if missing_ok and code == ERROR_CODES["GROUP_ID_NOT_FOUND"]:
+                        continue
+                    text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
+                    raise KafkaError(code, text, context=context)
+            finally:
+                lib.rd_kafka_event_destroy(ev)
+        finally:
+            lib.rd_kafka_DeleteGroup_destroy(request)
+
+    def reset_share_group(self, group_id: str, to: str, *, timeout: float = 30.0) -> None:
+        """Start share group ``group_id`` over from ``to``: "earliest", "latest" or
+        "by_duration:<ISO-8601 duration>" (e.g. "by_duration:PT1H"). librdkafka 2.15 has no
+        AlterShareGroupOffsets, so this deletes the group's progress (``delete_share_group``,
+        which needs a group without members; a group that does not exist is fine) and sets
+        its ``share.auto.offset.reset``: the next member starts every partition there.
+        A specific offset per partition is not possible this way."""
+        check_group_id(group_id)
+        if not isinstance(to, str) or not (to in ("earliest", "latest")
+                                           or to.startswith("by_duration:")):
+            raise ValueError("reset_share_group: to must be 'earliest', 'latest' or "
+                             f"'by_duration:<ISO-8601 duration>', got {to!r}")
+        timeout = _check_timeout(timeout)
+        self.delete_share_group(group_id, missing_ok=True, timeout=timeout)
+        self.alter_group_config(group_id, {"share.auto.offset.reset": to}, timeout=timeout)
+
     # -- plumbing ----------------------------------------------------------------
     @property
     def _rk(self) -> Any:
@@ -297,3 +429,37 @@ def _topic_specs(topics: Mapping[str, int] | Iterable[tuple]) -> list[tuple[str,
                 raise ValueError(f"topic {name!r}: {what} must be a positive int, got {n!r}")
         out.append((name, parts, repl, check_options(config, f"topic {name!r}: config")))
     return out
+
+
+def check_group_id(group_id: Any) -> str:
+    if not isinstance(group_id, str):
+        raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
+    if not group_id:
+        raise ValueError("group_id must not be empty")
+    return group_id
+
+
+def _raise_error(error: Any, context: str) -> None:
+    """Raise (and free) an rd_kafka_error_t; nothing for NULL."""
+    if error == ffi.NULL:
+        return
+    code = lib.rd_kafka_error_code(error)
+    text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
+    lib.rd_kafka_error_destroy(error)
+    raise KafkaError(code, text, context=context)
+
+
+def _raise_event_error(ev: Any, context: str) -> None:
+    """The whole admin request failed: its KafkaError."""
+    err = lib.rd_kafka_event_error(ev)
+    if err:
+        text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
+        raise KafkaError(err, text, context=context)
+
+
+def _raise_resource_error(resource: Any, context: str) -> None:
+    err = lib.rd_kafka_ConfigResource_error(resource)
+    if err:
+        msg = lib.rd_kafka_ConfigResource_error_string(resource)
+        text = ffi.string(msg).decode(errors="replace") if msg != ffi.NULL else None
+        raise KafkaError(err, text, context=context)

@@ -18,7 +18,10 @@ processes (multiprocessing's ``spawn`` method); process ``i`` calls
 - With ``group_id``, the N processes form one Kafka consumer group instead: process ``i``
   calls ``consumer_factory(group_id=group_id)`` (no worker slot), the group coordinator
   spreads the partitions over the live members and moves a dead member's partitions to the
-  others until its restart rejoins (see rdk.Consumer's group mode).
+  others until its restart rejoins (see rdk.Consumer's group mode). A factory of
+  ``rdk.ShareConsumer`` makes them one *share group* the same way: N may exceed the
+  partitions, and a dead member's unacknowledged records go to the others once their
+  acquisition locks run out.
 - With ``stats_callback``, each worker's consumer gets a ``stats_callback`` that forwards
   its figures to the parent, where ``stats_callback(PoolStats)`` receives the per-slot
   figures and their sums (``waiting_kafka``, ``waiting_local``, ``kafka_log_size``).
@@ -69,6 +72,9 @@ DEFAULT_RESTART_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 _KILL_GRACE = 5.0  # seconds past stop_timeout before a worker that will not stop is killed
 FIGURES = ("waiting_kafka", "waiting_local", "kafka_log_size")
+# rdk.ShareStats counters, forwarded when a worker's consumer reports them
+SHARE_FIGURES = ("delivered", "accepted", "released", "rejected", "redelivered", "ack_errors",
+                 "lock_expired_batches")
 
 
 class WorkerError(RdkError):
@@ -123,6 +129,7 @@ class WorkerStats:
     kafka_log_size: int
     partitions: dict[int, dict[str, int]] = field(default_factory=dict)
     received: float = 0.0  # time.monotonic() in the parent when it arrived
+    share: dict[str, int] = field(default_factory=dict)  # a ShareConsumer's counts (SHARE_FIGURES)
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,17 @@ class PoolStats:
     waiting_kafka: int
     waiting_local: int
     kafka_log_size: int
+
+    @property
+    def share(self) -> dict[str, int]:
+        """Share consumers: every slot's counts (``delivered``, ``accepted``, ``released``,
+        ``rejected``, ``redelivered``, ``ack_errors``, ``lock_expired_batches``) summed;
+        ``{}`` for other consumers. Counts restart with a restarted worker."""
+        total: dict[str, int] = {}
+        for s in self.slots.values():
+            for name, value in s.share.items():
+                total[name] = total.get(name, 0) + value
+        return total
 
     @property
     def partitions(self) -> dict[int, dict[str, int]]:
@@ -195,6 +213,10 @@ def _stats_payload(info: Any) -> dict:
         per[int(p)] = {name: _figure(figs, name) for name in FIGURES}
     payload: dict[str, Any] = {name: _figure(info, name) for name in FIGURES}
     payload["partitions"] = per
+    from .share import ShareStats
+
+    if isinstance(info, ShareStats):
+        payload["share"] = {name: _figure(info, name) for name in SHARE_FIGURES}
     return payload
 
 
@@ -340,7 +362,8 @@ class WorkerPool:
     ``pids`` (slot -> pid of the live worker), ``restarts`` (slot -> total restarts),
     ``partitions`` (slot -> partitions the live worker reported owning; ``[]`` in group
     mode, where the coordinator assigns them later), ``error``. ``group_id``: the workers
-    join that consumer group (``consumer_factory(group_id=...)``) instead of taking slots.
+    join that consumer group (``consumer_factory(group_id=...)``) instead of taking slots;
+    with a factory of ``rdk.ShareConsumer``, that share group (any number of workers).
     """
 
     def __init__(
@@ -631,7 +654,8 @@ class WorkerPool:
                             waiting_kafka=payload["waiting_kafka"],
                             waiting_local=payload["waiting_local"],
                             kafka_log_size=payload["kafka_log_size"],
-                            partitions=payload["partitions"], received=time.monotonic())
+                            partitions=payload["partitions"], received=time.monotonic(),
+                            share=payload.get("share", {}))
         with self._lock:
             slot.stats = stats
             slots = {s.index: s.stats for s in self._slots if s.stats is not None}

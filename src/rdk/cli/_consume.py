@@ -10,7 +10,9 @@ then stored through rdk.offsets. Exactly the N messages written are recorded.
 ``--workers N`` runs the slots in N processes (rdk.workers) that share the count and
 take turns writing to stdout. ``--group G`` makes the consumer (or the N processes) a Kafka
 consumer group member instead: the group coordinator assigns the partitions and offsets
-are committed to the group (no offset directory).
+are committed to the group (no offset directory). ``--share G`` makes it a member of share
+group G (rdk.ShareConsumer): each record written is accepted, one that cannot be written is
+released (or rejected, ``--reject-on-error``), and ``--workers N`` may exceed the partitions.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 if TYPE_CHECKING:
     from ..consumer import Batch
+    from ..share import ShareBatch
 
 log = logging.getLogger("rdk.cli")
 
@@ -84,11 +87,15 @@ class ConsumeJob:
         self.brokers, self.topic, self.offset_dir = args.brokers, args.topic, args.offset_dir
         self.format, self.start = args.format, args.start
         self.group: str | None = getattr(args, "group", None)
+        self.share: str | None = getattr(args, "share", None)
+        self.reject_on_error = bool(getattr(args, "reject_on_error", False))
         self.driver_options = driver_options(args)
         self.tally = tally
 
     def __call__(self, worker_slot: int = 0, num_workers: int = 1,
-                 group_id: str | None = None) -> _SlotWriter:
+                 group_id: str | None = None) -> _SlotWriter | _ShareWriter:
+        if self.share is not None:
+            return _ShareWriter(self, group_id or self.share)
         return _SlotWriter(self, worker_slot, num_workers, group_id)
 
 
@@ -192,6 +199,108 @@ class _SlotWriter:
             workers.request_stop()
 
 
+class _ShareWriter:
+    """A share group member (rdk.ShareConsumer) whose callback writes each batch to stdout.
+
+    A record written is accepted; one the --count no longer allows is released; one that
+    cannot be encoded or written is released, or rejected with --reject-on-error. An output
+    error other than a closed pipe also ends the run (exit 1). ``start()``/``stop(timeout)``/
+    ``error``: what rdk.workers expects of a consumer.
+    """
+
+    def __init__(self, job: ConsumeJob, group_id: str) -> None:
+        from ..share import ShareConsumer
+
+        self.job = job
+        self.group_id = group_id
+        self.done = threading.Event()
+        self._error: BaseException | None = None
+        self.consumer = ShareConsumer(job.brokers, job.topic, self._handle, group_id=group_id,
+                                      start_offset=job.start, logger=log,
+                                      driver_options=job.driver_options)
+
+    @property
+    def error(self) -> BaseException | None:
+        """What ended the writing early (an output error, the consumer's KafkaError)."""
+        return self._error if self._error is not None else self.consumer.error
+
+    def start(self) -> list[int]:
+        """Join the share group (errors raise here); ``[]``: the broker shares out records,
+        not partitions."""
+        self.consumer.start()
+        return []
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop: the batch being written is finished and acknowledged, then committed."""
+        self.done.set()
+        self.consumer.stop(timeout)
+
+    def summary(self) -> str:
+        s = self.consumer.stats()
+        return f"accepted {s.accepted}, released {s.released}, rejected {s.rejected}"
+
+    def _handle(self, info: ShareBatch) -> None:
+        """Write what the count allows of the batch; settle what was not written."""
+        messages = info.messages
+        tally = self.job.tally
+        failed: list[Any] = []
+        with tally.lock:
+            k = 0 if self.done.is_set() else tally.take(len(messages))
+            if k:
+                data, failed = _encode_share(messages[:k], self.job.format)
+                try:
+                    sys.stdout.buffer.write(data)
+                    sys.stdout.buffer.flush()
+                except (BrokenPipeError, ValueError):  # the reader is gone: release, stop
+                    tally.take(-k)
+                    k, failed = 0, []
+                    self._end()
+                except OSError as e:  # stdout takes no output: these records failed
+                    log.error("rdk consume: writing to stdout failed: %s", e)
+                    self._error = e
+                    failed = messages[:k]
+                if failed:
+                    tally.take(-len(failed))  # not written after all
+            exhausted = tally.exhausted
+        settle = info.reject if self.job.reject_on_error else info.release
+        for m in failed:
+            settle(m)
+        for m in messages[k:]:  # not written (beyond the count, or stopping): given back
+            info.release(m)
+        if exhausted or self._error is not None:
+            self._end()
+
+    def _end(self) -> None:
+        """Writing is over: stop this member (and in a worker process, the whole pool)."""
+        from .. import workers
+
+        if not self.done.is_set():
+            self.done.set()
+            if workers.current_slot() is not None:
+                workers.request_stop()
+
+
+_FORMAT_ERRORS = (ValueError, TypeError, OverflowError)  # what encoding a record may raise
+
+
+def _encode_share(messages: list[Any], fmt: str) -> tuple[bytes, list[Any]]:
+    """The output of ``messages`` (ShareMessages: their first 7 fields are a Message's), and
+    the messages that could not be encoded (left out of the output)."""
+    rows = [m[:7] for m in messages]
+    try:
+        return encode_messages(rows, fmt), []
+    except _FORMAT_ERRORS:  # find the record(s) at fault: encode one by one
+        parts, failed = [], []
+        for m, row in zip(messages, rows, strict=True):
+            try:
+                parts.append(encode_messages([row], fmt))
+            except _FORMAT_ERRORS as e:
+                log.warning("rdk consume: cannot write %s[%d]@%d as %s: %r", m.topic,
+                            m.partition, m.offset, fmt, e)
+                failed.append(m)
+        return b"".join(parts), failed
+
+
 @contextlib.contextmanager
 def _stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
     """SIGINT and SIGTERM call ``request_stop`` instead of interrupting."""
@@ -209,6 +318,16 @@ def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
     if args.workers is not None and (args.slot is not None or args.of is not None):
         raise UsageError("--workers N and --slot I --of N exclude each other")
     group = getattr(args, "group", None)
+    if getattr(args, "share", None) is not None:
+        if group is not None or args.offset_dir is not None:
+            raise UsageError("--share G excludes --group and --offset-dir (the share group "
+                             "keeps the progress)")
+        if args.slot is not None or args.of is not None:
+            raise UsageError("--share G and --slot I --of N exclude each other (every member "
+                             "of a share group reads every partition)")
+        return (0, 1)
+    if getattr(args, "reject_on_error", False):
+        raise UsageError("--reject-on-error needs --share G")
     if group is not None:
         if args.slot is not None or args.of is not None:
             raise UsageError("--group G and --slot I --of N exclude each other (the group "
@@ -233,6 +352,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
         return _consume_workers(args, progress_on, started)
     tally = _Tally(args.count)
     writer = ConsumeJob(args, tally)(slot, of, getattr(args, "group", None))
+    share = getattr(args, "share", None)
     stop = threading.Event()
     with _stop_on_signals(stop.set):
         partitions = writer.start()
@@ -246,6 +366,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
             writer.stop()
     where = (f"group {args.group}" if getattr(args, "group", None) is not None
              else f"partitions {partitions}")
+    if isinstance(writer, _ShareWriter):
+        where = f"share group {share}; {writer.summary()}"
     _summary(tally.written, where, started)
     if writer.error is not None:
         eprint(f"rdk consume: error: {writer.error}")
@@ -269,7 +391,8 @@ def _consume_workers(args: argparse.Namespace, progress_on: bool, started: float
 
     from ..workers import WorkerPool
 
-    group = getattr(args, "group", None)
+    share = getattr(args, "share", None)
+    group = getattr(args, "group", None) or share  # a share group: one member per process
     _precheck_topic(args, args.workers if group is None else 1)
     tally = _Tally(args.count, multiprocessing.get_context("spawn"))
     pool = WorkerPool(args.workers, ConsumeJob(args, tally), group_id=group)
@@ -279,7 +402,8 @@ def _consume_workers(args: argparse.Namespace, progress_on: bool, started: float
             while not pool.wait(_REFRESH):  # a progress refresh period; the loop ends on an event
                 progress.update(tally.written, tally.written)
             progress.update(tally.written, tally.written)
-    _summary(tally.written, f"{args.workers} workers" + (f", group {group}" if group else ""),
+    kind = "share group" if share is not None else "group"
+    _summary(tally.written, f"{args.workers} workers" + (f", {kind} {group}" if group else ""),
              started)
     if pool.error is not None:
         eprint(f"rdk consume: error: {pool.error}")

@@ -139,6 +139,7 @@ With --key-delimiter SEP, a line's text before the first SEP is its key.""",
   rdk consume -b localhost:9092 -t events --offset-dir ./offsets --workers 4
   rdk consume -b localhost:9092 -t events --offset-dir ./offsets --slot 1 --of 4 --from latest
   rdk consume -b localhost:9092 -t events --group loaders --workers 3
+  rdk consume -b localhost:9092 -t events --share billing --workers 8 --reject-on-error
 
 formats: value (each value then a newline), json (one object per line; key, value and
 header values are strings when valid UTF-8, else {"base64": ...}), raw (rdk's binary
@@ -259,6 +260,13 @@ def _add_consume(add: _Add) -> None:
     c.add_argument("--group", metavar="G",
                    help="join consumer group G: the group coordinator assigns the partitions "
                         "(with --workers N, to N processes) and offsets are committed to G")
+    c.add_argument("--share", metavar="G",
+                   help="join share group G (KIP-932, Kafka >= 4.2): every member reads every "
+                        "partition, each record is acknowledged on its own (written: accepted; "
+                        "--workers N may exceed the partitions)")
+    c.add_argument("--reject-on-error", action="store_true",
+                   help="with --share: a record that cannot be written (format or output "
+                        "error) is rejected for good instead of released for redelivery")
     c.add_argument("--workers", type=_int_at_least(1, "--workers"), metavar="N",
                    help="run N worker processes (worker slots 0..N-1)")
     c.add_argument("--slot", type=_int_at_least(0, "--slot"), metavar="I",
@@ -269,8 +277,10 @@ def _add_consume(add: _Add) -> None:
                    help="output format (default value)")
     c.add_argument("--count", type=_int_at_least(1, "--count", INT64_MAX), metavar="N",
                    help="stop after N messages (default: run until interrupted)")
-    c.add_argument("--from", dest="start", choices=["earliest", "latest"], default="earliest",
-                   help="where to start on partitions without an offset file (default earliest)")
+    c.add_argument("--from", "--start-offset", dest="start", choices=["earliest", "latest"],
+                   default="earliest",
+                   help="where to start on partitions without an offset file (default "
+                        "earliest); with --share: the group's share.auto.offset.reset")
     c.add_argument("--progress", action="store_true",
                    help="show progress on stderr even without a TTY")
     c.set_defaults(run=cmd_consume)
