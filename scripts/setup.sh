@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything rdk needs on a fresh Debian bookworm machine (root, Python 3.11), idempotently:
 # Debian packages, the pinned librdkafka in .deps/, Apache Kafka's jars in .deps/kafka-<version>/libs
-# (for rdk.testing.KafkaCluster), a virtual environment in .venv with rdk installed editable
+# (for rdk.testing.KafkaCluster), Spark's JVM Kafka connector in .deps/spark-sql-kafka-<version>/jars,
+# a virtual environment in .venv with rdk installed editable
 # plus its test, spark and bench extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,24 @@ if [[ $(cat "$kafka_dir/.rdk-fetched" 2>/dev/null) != "$kafka_sum" ]]; then
   fi
   mv "$kafka_dir/libs.partial" "$kafka_dir/libs"
   echo "$kafka_sum" >"$kafka_dir/.rdk-fetched"
+fi
+
+# Spark's own JVM Kafka connector (format("kafka")) beside rdkafka, for tests/spark/test_differential.py
+# and examples/spark_pipeline.py: scripts/spark-kafka/pom.xml pins it (and says why that version);
+# the jars go to .deps/spark-sql-kafka-<version>/jars, handed to Spark with spark.jars. Same stamp.
+spark_kafka_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' scripts/spark-kafka/pom.xml)
+spark_kafka_dir=.deps/spark-sql-kafka-$spark_kafka_version
+spark_kafka_sum=$(sha256sum scripts/spark-kafka/pom.xml | cut -d' ' -f1)
+if [[ $(cat "$spark_kafka_dir/.rdk-fetched" 2>/dev/null) != "$spark_kafka_sum" ]]; then
+  echo "setup: fetching Spark's Kafka connector $spark_kafka_version jars with Maven"
+  rm -rf "$spark_kafka_dir"
+  mkdir -p "$spark_kafka_dir"
+  if ! mvn -q -B -Dstyle.color=never -f scripts/spark-kafka/pom.xml dependency:copy-dependencies \
+         -DoutputDirectory="$PWD/$spark_kafka_dir/jars.partial" -DincludeScope=runtime >"$spark_kafka_dir/mvn.log" 2>&1; then
+    cat "$spark_kafka_dir/mvn.log" >&2; echo "setup: fetching Spark's Kafka connector failed" >&2; exit 1
+  fi
+  mv "$spark_kafka_dir/jars.partial" "$spark_kafka_dir/jars"
+  echo "$spark_kafka_sum" >"$spark_kafka_dir/.rdk-fetched"
 fi
 
 python=${PYTHON:-python3}

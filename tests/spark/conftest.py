@@ -7,22 +7,39 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spark_kafka_jars() -> list[str]:
+    """The jars of Spark's own JVM Kafka connector (format("kafka")) that scripts/setup.sh
+    fetched into .deps/spark-sql-kafka-<version>/jars (scripts/spark-kafka/pom.xml), or []."""
+    for folder in sorted(ROOT.glob(".deps/spark-sql-kafka-*"), reverse=True):
+        if (folder / ".rdk-fetched").is_file():
+            return sorted(str(j) for j in (folder / "jars").glob("*.jar"))
+    return []
+
 
 @pytest.fixture(scope="session")
 def spark():
-    """A small local Spark with rdkafka registered (UI off, 2 shuffle partitions)."""
+    """A small local Spark with rdkafka registered (UI off, 2 shuffle partitions); Spark's own
+    JVM Kafka connector is on its classpath too (``spark.jars``) when scripts/setup.sh fetched
+    it, so one session serves ``format("kafka")`` and ``format("rdkafka")``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import rdk.spark
 
+    builder = SparkSession.builder
+    if spark_kafka_jars():
+        builder = builder.config("spark.jars", ",".join(spark_kafka_jars()))
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("rdk-spark-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

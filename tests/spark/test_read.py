@@ -35,12 +35,13 @@ def test_batch_read_returns_exactly_the_produced_rows(broker, new_topic, produce
     expected = []
     for part, msgs in ((0, p0), (1, p1), (2, p2a + p2b)):
         for off, m in enumerate(msgs):
-            headers = [(k, v) for k, v in (m.headers or [])]
+            headers = [(k, v) for k, v in m.headers] if m.headers else None  # null, as built in
             expected.append((part, off, m.key, m.value, headers))
 
     df = kafka_reader(broker, subscribe=topic, includeHeaders="true").load()
     got = df.collect()
-    assert sorted((r.partition, r.offset, r.key, r.value, [(h.key, h.value) for h in r.headers])
+    assert sorted((r.partition, r.offset, r.key, r.value,
+                   None if r.headers is None else [(h.key, h.value) for h in r.headers])
                   for r in got) == sorted(expected)
     assert {r.topic for r in got} == {topic}
     assert {r.timestampType for r in got} == {0}  # CreateTime, Kafka's code

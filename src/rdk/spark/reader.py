@@ -177,6 +177,8 @@ class _RangeReader:
             batch = record_batch(b, r.topic, self.opts.include_headers)
         except ValueError as e:  # a malformed record timestamp
             raise MalformedRecordError(f"rdkafka: {self.name} offsets [{first}, {last}]: {e}") from None
+        if self.opts.include_headers:
+            batch = _null_when_no_headers(batch)
         if b.n_errors:
             batch = batch.filter(error_mask(b))
         if last >= r.end:
@@ -239,3 +241,16 @@ class KafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.opts, partition)
+
+
+def _null_when_no_headers(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``headers`` is null, not an empty list, for a record without headers, as in Spark's
+    own connector (KafkaRecordToRowConverter); tests/spark/test_differential.py compares them.
+    One vectorised pass over the list lengths, only when ``includeHeaders`` is set."""
+    i = batch.schema.get_field_index("headers")
+    col = batch.column(i)
+    none = pc.equal(pc.list_value_length(col), 0)
+    if not pc.any(none).as_py():
+        return batch
+    fixed = pa.ListArray.from_arrays(col.offsets, col.values, type=col.type, mask=none)
+    return batch.set_column(i, batch.schema.field(i), fixed)

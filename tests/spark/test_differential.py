@@ -1,0 +1,240 @@
+"""Spark's own JVM Kafka connector (``format("kafka")``) against rdkafka on the same topics.
+
+The same query runs with both formats in the ONE session of tests/spark/conftest.py (the JVM
+connector's jars come from scripts/setup.sh, scripts/spark-kafka/pom.xml, through
+``spark.jars``): same schema, same rows, on the session's Apache Kafka (``kafka_cluster``,
+which indexes record timestamps, so the timestamp options have exact answers). Writes go the
+other way too: what one sink wrote, both sources read identically, and both sinks wrote the
+same records. Rows are compared as sets keyed by (topic, partition, offset), since Spark
+defines no order across partitions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+
+import pytest
+from conftest import send_all, spark_kafka_jars
+
+from rdk.spark.stream import rate_limit
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+if not spark_kafka_jars():
+    pytest.skip("Spark's JVM Kafka connector is not installed: run scripts/setup.sh "
+                "(it fetches scripts/spark-kafka/pom.xml's jars)", allow_module_level=True)
+
+FORMATS = ("kafka", "rdkafka")
+PER_PARTITION = 6
+BASE_MS = int(time.time() * 1000) - 3_600_000  # an hour ago: explicit, distinct timestamps
+
+
+def stamp(topic_index: int, partition: int, i: int) -> int:
+    return BASE_MS + 1000 * i + 10 * topic_index + partition
+
+
+def record(topic_index: int, partition: int, i: int):
+    """Binary and null keys, null and empty values, headers with a null value and a repeated
+    name, and none at all."""
+    from rdk import Message
+
+    key = None if i % 3 == 0 else b"k\x00\xff%d-%d" % (partition, i)
+    value = None if i % 4 == 1 else (b"" if i % 4 == 3 else b"v%d-%d-%d\x00" % (topic_index, partition, i))
+    headers = ([("h", b"\x00x"), ("h", b"y"), ("n", None)] if i % 2 == 0 else None)
+    return Message(value, key, headers, stamp(topic_index, partition, i))
+
+
+@pytest.fixture(scope="module")
+def topics(kafka_cluster, new_topic):
+    """Two topics under one prefix (2 partitions and 1), PER_PARTITION records each partition."""
+    prefix = f"diff{uuid.uuid4().hex[:6]}"
+    made = [new_topic(kafka_cluster, 2, prefix=prefix), new_topic(kafka_cluster, 1, prefix=prefix)]
+    for t, name in enumerate(made):
+        for p in range(2 if t == 0 else 1):
+            send_all(kafka_cluster.bootstrap_servers, name, p,
+                     [record(t, p, i) for i in range(PER_PARTITION)])
+    return prefix, made
+
+
+@pytest.fixture(scope="module")
+def new_topic():  # module scope for the topics fixture (tests/conftest.py's is per test)
+    def make(broker, partitions: int = 1, prefix: str = "t") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        broker.create_topic(name, partitions)
+        return name
+
+    return make
+
+
+def load(spark, fmt: str, bootstrap: str, stream: bool = False, **options):
+    reader = (spark.readStream if stream else spark.read).format(fmt)
+    reader = reader.option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def canonical(row) -> tuple:
+    """A hashable, comparable row: binary as bytes, headers as tuples."""
+    out = []
+    for v in row:
+        if isinstance(v, bytearray):
+            v = bytes(v)
+        elif isinstance(v, list):
+            v = tuple(tuple(bytes(x) if isinstance(x, bytearray) else x for x in h) for h in v)
+        out.append(v)
+    return tuple(out)
+
+
+def rows_of(df) -> list[tuple]:
+    rows = [canonical(r) for r in df.collect()]
+    fields = df.schema.fieldNames()
+    if {"topic", "partition", "offset"} <= set(fields):
+        at = [fields.index(f) for f in ("topic", "partition", "offset")]
+        return sorted(rows, key=lambda r: tuple(r[i] for i in at))
+    return sorted(rows, key=repr)
+
+
+def differences(spark, bootstrap: str, **options) -> list[str]:
+    """Run the batch read with both formats; what differs (empty: identical)."""
+    got = {fmt: load(spark, fmt, bootstrap, **options) for fmt in FORMATS}
+    found = []
+    if got["kafka"].schema != got["rdkafka"].schema:
+        found.append(f"{options}: schema {got['kafka'].schema} != {got['rdkafka'].schema}")
+    rows = {fmt: rows_of(df) for fmt, df in got.items()}
+    if rows["kafka"] != rows["rdkafka"]:
+        only_jvm = [r for r in rows["kafka"] if r not in rows["rdkafka"]]
+        only_rdk = [r for r in rows["rdkafka"] if r not in rows["kafka"]]
+        found.append(f"{options}: {len(rows['kafka'])} vs {len(rows['rdkafka'])} rows; "
+                     f"only kafka {only_jvm[:3]}; only rdkafka {only_rdk[:3]}")
+    if not rows["kafka"]:
+        found.append(f"{options}: no rows at all (the case tests nothing)")
+    return found
+
+
+def test_batch_reads_give_the_same_schema_and_rows(spark, kafka_cluster, topics):
+    prefix, (a, b) = topics
+    bootstrap = kafka_cluster.bootstrap_servers
+    mid = stamp(0, 0, 2)  # between records 1 and 2 of every partition... records 2.. on
+    cases = [
+        # subscribe, earliest / latest (the batch defaults), headers
+        {"subscribe": f"{a},{b}", "includeHeaders": "true"},
+        # subscribePattern with JSON offsets (-2 earliest, -1 latest, per topic, per partition)
+        {"subscribePattern": f"{prefix}-.*", "includeHeaders": "false",
+         "startingOffsets": json.dumps({a: {"0": 1, "1": -2}, b: {"0": 2}}),
+         "endingOffsets": json.dumps({a: {"0": 5, "1": -1}, b: {"0": 4}})},
+        # assign, explicit earliest / latest
+        {"assign": json.dumps({a: [1], b: [0]}), "startingOffsets": "earliest",
+         "endingOffsets": "latest", "includeHeaders": "true"},
+        # a global starting timestamp
+        {"subscribe": a, "startingTimestamp": str(mid)},
+        # timestamps per partition, start and end
+        {"assign": json.dumps({a: [0, 1]}),
+         "startingOffsetsByTimestamp": json.dumps({a: {"0": stamp(0, 0, 1), "1": stamp(0, 1, 3)}}),
+         "endingOffsetsByTimestamp": json.dumps({a: {"0": stamp(0, 0, 4), "1": stamp(0, 1, 5)}})},
+    ]
+    found = []
+    for options in cases:
+        found += differences(spark, bootstrap, **options)
+    assert not found, "\n".join(found)
+
+
+def test_available_now_stream_with_max_offsets_per_trigger(spark, kafka_cluster, topics, tmp_path):
+    _, (a, b) = topics
+    results = {}
+    for fmt in FORMATS:
+        name = f"diff_{fmt}_{uuid.uuid4().hex[:6]}"
+        df = load(spark, fmt, kafka_cluster.bootstrap_servers, stream=True,
+                  subscribe=f"{a},{b}", startingOffsets="earliest", maxOffsetsPerTrigger=5)
+        query = (df.writeStream.format("memory").queryName(name)
+                 .option("checkpointLocation", str(tmp_path / fmt))
+                 .trigger(availableNow=True).start())
+        try:
+            assert query.awaitTermination(300), f"{fmt}: the AvailableNow query did not finish"
+        finally:
+            query.stop()
+        assert query.exception() is None, query.exception()
+        sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+        results[fmt] = (df.schema, sizes, rows_of(spark.table(name)))
+    total = 3 * PER_PARTITION
+    assert sum(results["kafka"][1]) == total, results["kafka"][1]
+    assert results["kafka"][0] == results["rdkafka"][0]
+    assert results["kafka"][2] == results["rdkafka"][2]  # the same rows in the end
+    # KNOWN DIFFERENCE (listed in the report / README): how maxOffsetsPerTrigger is shared.
+    # Spark's connector gives each partition floor(limit * lag / total lag) (ceil when below 1),
+    # so it may admit fewer rows than the limit (here 3 of 5: three partitions with equal
+    # backlog get 1 each); rdkafka shares the limit by backlog with the largest remainders
+    # taking the leftover rows, so every micro-batch but the last admits exactly the limit.
+    # Both never exceed it and read every row once.
+    begin = {(a, 0): 0, (a, 1): 0, (b, 0): 0}
+    available = dict.fromkeys(begin, PER_PARTITION)
+    assert results["kafka"][1] == batch_sizes(jvm_rate_limit, begin, available, 5) == [3] * 6
+    assert results["rdkafka"][1] == batch_sizes(rate_limit, begin, available, 5) == [5, 5, 5, 3]
+
+
+def jvm_rate_limit(begin: dict, available: dict, limit: int) -> dict:
+    """KafkaMicroBatchStream.rateLimit of Spark's connector, for the sizes it must give."""
+    lag = {tp: available[tp] - begin[tp] for tp in available}
+    total = sum(lag.values())
+    if total <= limit:
+        return dict(available)
+    ends = {}
+    for tp, size in lag.items():
+        prorate = limit * (size / total)
+        ends[tp] = min(available[tp], begin[tp] + (math.ceil(prorate) if prorate < 1
+                                                   else math.floor(prorate)))
+    return ends
+
+
+def batch_sizes(limiter, begin: dict, available: dict, limit: int) -> list[int]:
+    sizes = []
+    while begin != available:
+        end = limiter(begin, available, limit)
+        sizes.append(sum(end[tp] - begin[tp] for tp in end))
+        begin = end
+    return sizes
+
+
+def test_what_either_sink_wrote_both_sources_read_the_same(spark, kafka_cluster, new_topic):
+    from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    target = {fmt: new_topic(kafka_cluster, 2, prefix=f"sink-{fmt}") for fmt in FORMATS}
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    schema = StructType([StructField("topic", StringType()), StructField("partition", IntegerType()),
+                         StructField("key", BinaryType()), StructField("value", BinaryType()),
+                         StructField("headers", ArrayType(header))])
+    rows = ([(None, 1, None, b"null key, partition 1", [("h", b"1"), ("h", None)]),
+             (None, 0, b"\x00\xff", None, None),
+             (None, 0, None, b"", [])]
+            + [(None, None, b"k%d" % i, b"murmur2 %d" % i, [("i", b"%d" % i)]) for i in range(10)])
+
+    def frame(topic_column: str | None):
+        data = [(topic_column, *r[1:]) for r in rows]
+        return spark.createDataFrame(data, schema).coalesce(1)
+
+    for fmt in FORMATS:
+        # the topic option wins over a topic column (which names a topic that does not exist)
+        (frame(f"nowhere-{uuid.uuid4().hex[:6]}").write.format(fmt)
+         .option("kafka.bootstrap.servers", bootstrap).option("topic", target[fmt])
+         .mode("append").save())
+        # then the topic column alone
+        (frame(target[fmt]).write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+         .mode("append").save())
+
+    read = {(src, fmt): rows_of(load(spark, fmt, bootstrap, subscribe=target[src],
+                                     includeHeaders="true"))
+            for src in FORMATS for fmt in FORMATS}
+    for src in FORMATS:  # what one sink wrote, both sources read the same
+        assert read[(src, "kafka")] == read[(src, "rdkafka")], src
+        assert len(read[(src, "kafka")]) == 2 * len(rows)
+
+    # both sinks wrote the same records to the same partitions in the same order
+    def content(r):  # key, value, topic, partition, offset, timestamp, timestampType, headers
+        return (r[0], r[1], r[3], r[4], r[6], r[7])
+
+    assert [content(r) for r in read[("kafka", "kafka")]] == \
+        [content(r) for r in read[("rdkafka", "kafka")]]
