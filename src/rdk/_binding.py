@@ -260,6 +260,7 @@ class TopicMetadata:
 # ---- authentication ----------------------------------------------------------------
 
 _AUTH_CHECK_STEP = 0.5  # seconds: how soon a wait for a broker notices an auth failure
+_ERR_TIMED_OUT = ERROR_CODES["_TIMED_OUT"]
 _ERR_TRANSPORT = ERROR_CODES["_TRANSPORT"]
 
 
@@ -705,14 +706,16 @@ class Client:
         deadline = time.monotonic() + timeout
         step = min(timeout, _AUTH_CHECK_STEP)
         while True:
-            # short steps while no broker is usable (_TRANSPORT), so that an authentication
-            # failure ends the wait at once; once one is, the rest of the wait in one call
+            # short steps while no broker answers (_TRANSPORT, or _TIMED_OUT from a slow or
+            # still-connecting broker), so that an authentication failure ends the wait at
+            # once; any other answer ends it.
             err = lib.rd_kafka_metadata(self.rk, 0 if topic else 1, rkt, mdp, max(1, int(step * 1000)))
             left = deadline - time.monotonic()
-            if err != _ERR_TRANSPORT or left <= 0:
+            if err not in (_ERR_TRANSPORT, _ERR_TIMED_OUT) or left <= 0:
                 break
             self.raise_auth_failure(what)
-            step = min(left, _AUTH_CHECK_STEP)
+            # a slow broker's answer may need longer than a step: steps grow when one timed out
+            step = min(left, _AUTH_CHECK_STEP if err == _ERR_TRANSPORT else step * 2)
         if err == _ERR_TRANSPORT:
             self.raise_auth_failure(what)
         check(err, what)
