@@ -53,27 +53,59 @@ def test_failures_come_back_as_messages_with_their_errors(mock_cluster):
 
 
 def test_block_policy_waits_for_room_off_the_event_loop(mock_cluster):
+    """While ``send()`` waits for room, the loop keeps running: it is the loop that ends the wait.
+
+    The topic's only leader is down, so the 10-message queue stays full and ``send()`` must
+    wait. A task on the same loop brings the leader back up only after it has seen the send
+    pending for 100 ticks. A ``send()`` that blocked the loop would never let that task run:
+    its wait would end only at ``timeout`` with 290 failures (no time window decides this).
+    The ticker also measures the loop's largest stall (max gap between two ticks of a 1 ms
+    sleep), asserted below a quarter of the time ``send()`` waited: a send that blocked the
+    loop for its wait would stall it for (nearly) the whole wait, so it cannot pass.
+    """
     mock_cluster.create_topic("aio-block", 1)
+    mock_cluster.partition_set_leader("aio-block", 0, 1)
 
     async def main():
+        gaps: list[float] = []
         ticks = 0
 
         async def ticker():
             nonlocal ticks
+            last = time.monotonic()
             while True:
                 await asyncio.sleep(0.001)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
                 ticks += 1
 
-        t = asyncio.create_task(ticker())
         async with aio.Producer(mock_cluster.bootstrap_servers, queue_buffering_max_messages=10,
                                 queue_buffering_max_ms=1, on_queue_full="block") as p:
-            result = await p.send("aio-block", 0, [b"%03d" % i for i in range(300)], timeout=60)
-        t.cancel()
-        return result, ticks
+            assert await p.send("aio-block", 0, [b"warm-up"]) == (1, [])
+            mock_cluster.broker_set_down(1)
+            t = asyncio.create_task(ticker())
+            await asyncio.sleep(0.01)
+            gaps.clear()
+            started = time.monotonic()
+            send = asyncio.create_task(
+                p.send("aio-block", 0, [b"%03d" % i for i in range(300)], timeout=20))
+            seen = ticks
+            while ticks - seen < 100 or p.producer.send_queue_length < 10:  # send() is waiting
+                assert not send.done(), "send() finished while the leader was down"
+                await asyncio.sleep(0.001)
+            released = time.monotonic()
+            mock_cluster.broker_set_up(1)  # runs only if the loop is free while send() waits
+            result = await send
+            waited = time.monotonic() - started
+            t.cancel()
+        return result, max(gaps), waited, released - started
 
-    result, ticks = asyncio.run(main())
+    result, max_gap, waited, held = asyncio.run(main())
     assert result == (300, [])
-    assert ticks > 0  # the loop kept running while send() waited for room
+    assert waited >= held >= 0.1  # at least 100 ticks of >= 1 ms passed while send() waited
+    assert max_gap < waited / 4, (
+        f"the loop stalled {max_gap * 1000:.0f} ms during a {waited * 1000:.0f} ms send()")
 
 
 def test_cancelled_waiter_does_not_break_the_producer(broker, new_topic):

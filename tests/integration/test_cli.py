@@ -445,25 +445,54 @@ def test_stats_shows_the_lag_of_an_offset_directory(mock_cluster, tmp_path, caps
 
 
 def test_consume_ends_quietly_when_stdout_is_closed(mock_cluster, tmp_path):
+    """Like ``| head``: the reader goes away mid-stream. The first batch is offset 0 alone
+    (the rest is produced only once its line arrived), so it was written whole and must be
+    recorded. The writer is then stopped (SIGSTOP) and the pipe drained before it is
+    closed, so the test knows every line the pipe accepted: nothing beyond the last of them
+    may be recorded."""
     mock_cluster.create_topic("piped", 1)
-    produce_numbers(mock_cluster.bootstrap_servers, "piped", 1, 20000)
+    produce_numbers(mock_cluster.bootstrap_servers, "piped", 1, 1)
     proc = subprocess.Popen([PY, "-m", "rdk", "consume", "-b", mock_cluster.bootstrap_servers,
                              "-t", "piped", "--offset-dir", str(tmp_path),
                              "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    fd = proc.stdout.fileno()
+    accepted = b""
     try:
-        first = proc.stdout.readline()
-        assert json.loads(first)["offset"] == 0
-        proc.stdout.close()  # like `| head -n 1`
+        while b"\n" not in accepted:  # (blocking reads: the first line)
+            chunk = os.read(fd, 65536)
+            assert chunk, proc.stderr.read()
+            accepted += chunk
+        assert json.loads(accepted.split(b"\n")[0])["offset"] == 0
+        with rdk.Producer(mock_cluster.bootstrap_servers) as p:
+            p.send("piped", 0, [b"0-%d" % i for i in range(1, 20000)])
+            assert p.flush(30) == 0
+        while accepted.count(b"\n") < 2:  # it is writing the rest
+            chunk = os.read(fd, 65536)
+            assert chunk, proc.stderr.read()
+            accepted += chunk
+        proc.send_signal(signal.SIGSTOP)
+        assert os.WIFSTOPPED(os.waitpid(proc.pid, os.WUNTRACED)[1])  # nothing enters the pipe now...
+        os.set_blocking(fd, False)
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(fd, 65536):  # ...so this reads all it accepted
+                accepted += chunk
+        proc.stdout.close()  # like `| head -n 1` exiting
+        proc.send_signal(signal.SIGCONT)
         err = proc.stderr.read()
         assert proc.wait(60) == 0
     finally:
         if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
     assert b"Traceback" not in err and b"consumed " in err
-    # what the pipe accepted before it closed is recorded; the rest is not
+    lines = accepted.split(b"\n")[:-1]  # the complete lines the pipe accepted
+    offsets = [json.loads(line)["offset"] for line in lines]
+    assert offsets == list(range(len(lines)))
+    assert len(lines) < 20000, "the pipe took everything: the reader never went away mid-stream"
+    # what the pipe accepted (whole batches of it) is recorded; nothing after it
     stored = read_offset_file(offset_file_path(tmp_path, "piped", 0))
-    assert stored is None or stored < 20000 - 1
+    assert stored is not None and 0 <= stored <= offsets[-1], (stored, offsets[-1], err)
 
 
 def test_stats_watch_refreshes_until_interrupted(mock_cluster, tmp_path):

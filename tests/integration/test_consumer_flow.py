@@ -84,47 +84,83 @@ def test_pause_stops_fetching_and_deliveries_and_resume_continues(broker, new_to
         assert stored(tmp_path, topic, p) == 599
 
 
+def fetcher_ready_and_holding(report, topic: str, partitions: int) -> bool:
+    """Every partition's fetcher is set up to fetch (active, its leader's connection UP and
+    serving it) and nothing fetched is held locally (librdkafka's queue, rdk's buffers)."""
+    raw = report.rdkafka_stats
+    served = {tp["partition"] for b in raw.get("brokers", {}).values() if b.get("state") == "UP"
+              for tp in (b.get("toppars") or {}).values() if tp.get("topic") == topic}
+    return (len(report.partitions) == partitions and served >= set(range(partitions))
+            and report.waiting_local == 0
+            and all(s.fetch_state == "active" and s.fetchq_cnt == 0 and s.queued == 0
+                    for s in report.partitions.values()))
+
+
 def test_pause_before_start_holds_everything_until_resume(mock_cluster, tmp_path):
+    """Paused before start: once every partition's fetcher is set up (its broker connection
+    serving it), nothing fetched is held, and three more statistics reports say the same,
+    nothing has been delivered. Every batch also records whether the consumer was paused
+    when it was delivered, so a delivery at any moment before resume() fails the test."""
     mock_cluster.create_topic("prepause", 2)
     for p in (0, 1):
         produce(mock_cluster, "prepause", p, values(20))
-    got = Collector()
+    paused_at_delivery: list[bool] = []
+    got = Collector(lambda info: paused_at_delivery.append(c.paused))
     stats = StatsLog()
     with rdk.Consumer(mock_cluster.bootstrap_servers, "prepause", tmp_path, got,
                       stats_callback=stats, statistics_interval_ms=100) as c:
         c.pause()
         c.start()
-        reports = stats.next_reports(5)
+        stats.wait(lambda r: fetcher_ready_and_holding(r, "prepause", 2),
+                   what="fetchers set up, holding nothing")
+        reports = stats.next_reports(3)
+        assert all(fetcher_ready_and_holding(r, "prepause", 2) for r in reports), reports
         assert got.messages == [] and c.paused
-        assert reports[-1].waiting_local == 0  # nothing fetched while paused
         c.resume()
         got.wait_for(40)
     assert sorted(got.offsets(0)) == list(range(20)) == sorted(got.offsets(1))
+    assert len(got.messages) == 40  # nothing twice
+    assert paused_at_delivery and not any(paused_at_delivery), "a batch was delivered while paused"
 
 
 def test_pause_and_resume_from_another_thread_in_the_batch_iterator(mock_cluster, tmp_path):
+    """The iterator waits while paused: another thread resumes only once librdkafka's
+    fetcher has stopped short of the partition's end with nothing queued (the pause took
+    effect), and it sets ``resumed`` before resume(), so a batch yielded before is caught."""
     mock_cluster.create_topic("itpause", 1)
     produce(mock_cluster, "itpause", 0, values(40))
+    stats = StatsLog()
     with rdk.Consumer(mock_cluster.bootstrap_servers, "itpause", tmp_path,
-                      max_messages_per_callback=10) as c:
+                      max_messages_per_callback=10, stats_callback=stats,
+                      statistics_interval_ms=100) as c:
         it = c.batches(timeout=10)
         first = next(it)
         c.pause()
         resumed = threading.Event()
+        errors: list[BaseException] = []  # the resuming thread's failure, re-raised below
 
         def resume():
+            try:
+                stats.wait(lambda r: all(s.hi_offset == 40 and s.next_offset < 40
+                                         and s.fetchq_cnt == 0 and s.queued == 0
+                                         for s in r.partitions.values()),
+                           what="the fetcher held short of the end by the pause")
+            except BaseException as e:
+                errors.append(e)
             resumed.set()
             c.resume()
 
-        timer = threading.Timer(0.5, resume)
-        timer.start()
+        resumer = threading.Thread(target=resume)
+        resumer.start()
         rest = []
         for b in it:  # waits while paused, then continues
             assert resumed.is_set(), "a batch was yielded while paused"
             rest.extend(m.offset for m in b.messages)
             if rest[-1] == 39:
                 break
-        timer.join()
+        resumer.join(30)
+        if errors:
+            raise errors[0]
     assert [m.offset for m in first.messages] + rest == list(range(40))
 
 

@@ -161,8 +161,8 @@ class RevokeCommitRefusals(logging.Handler):
     ILLEGAL_GENERATION) until the revoking member has rejoined, which it does only after
     its revoke. rdk then gives the partitions up without their offsets (the documented
     bound), and their next owner reads again from the last commit. Apache Kafka accepts a
-    commit of the current generation while a rebalance is prepared, and Tansu did in every
-    run here, so only the mock cluster is allowed this outcome, and it is repeated."""
+    commit of the current generation while a rebalance is prepared: the revoke tests assert
+    the commit there, and on the mock cluster only the order of events."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -180,20 +180,32 @@ class RevokeCommitRefusals(logging.Handler):
         logging.getLogger("rdk").removeHandler(self)
 
 
-def is_mock(broker) -> bool:
-    return hasattr(broker, "partition_set_leader")
+class EventLog:
+    """What happened, in the order it happened, from any thread; ``wait`` for a pattern."""
 
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+        self.cond = threading.Condition()
 
-def attempts_until_the_revoke_commits(broker, attempt, tries=4):
-    """Run ``attempt(refusals)`` until its revoke's commit landed (at most ``tries`` times
-    on the mock cluster, once elsewhere); returns the last attempt's result."""
-    for _ in range(tries if is_mock(broker) else 1):
-        with RevokeCommitRefusals() as refusals:
-            result = attempt(refusals)
-        if not refusals.count:
-            return result
-    pytest.fail(f"the broker refused the revoke's commit in all {tries} attempts"
-                if is_mock(broker) else "the broker refused the revoke's commit")
+    def add(self, *event) -> None:
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def wait(self, pred, timeout: float, what: str) -> None:
+        """Wait until ``pred(events)`` (``timeout``: a deadline against hangs)."""
+        with self.cond:
+            assert self.cond.wait_for(lambda: pred(self.events), timeout), f"{what}: {self.events}"
+
+    def first(self, kind: str) -> int:
+        with self.cond:
+            found = [i for i, e in enumerate(self.events) if e[0] == kind]
+            assert found, f"no {kind!r} event: {self.events}"
+            return found[0]
+
+    def snapshot(self) -> list[tuple]:
+        with self.cond:
+            return list(self.events)
 
 
 def check_rereads(first, second, moved, total_per_partition):
@@ -207,28 +219,101 @@ def check_rereads(first, second, moved, total_per_partition):
     assert all(p in moved and (p, o) in mine for p, o in twice), twice
 
 
-def test_rebalance_waits_for_in_flight_batches_and_duplicates_nothing_settled(broker, new_topic):
-    """A second member joins while the first has Futures in flight: the revoked partitions'
-    batches settle and are committed before they move, so nothing is delivered twice."""
-    attempts_until_the_revoke_commits(
-        broker, lambda refusals: _rebalance_with_batches_in_flight(broker, new_topic, refusals))
+def check_nothing_delivered_twice(first, second):
+    delivered = [(m.partition, m.offset) for m in first.messages + second.messages]
+    assert len(delivered) == len(set(delivered)), "a settled message was delivered again"
 
 
-def _rebalance_with_batches_in_flight(broker, new_topic, refusals):
+def test_kafka_rebalance_waits_for_in_flight_batches_and_duplicates_nothing_settled(
+        kafka_cluster, new_topic):
+    """A second member joins while the first has Futures in flight on every partition: the
+    revoke waits until the revoked partitions' batches settle, commits them, and only then
+    calls on_revoke, so the second member delivers none of them again."""
+    with RevokeCommitRefusals() as refusals:
+        first, second, moved, revoked_at = _rebalance_with_batches_in_flight(
+            kafka_cluster, new_topic)
+    assert refusals.count == 0, "Apache Kafka refused the revoke's commit"
+    check_nothing_delivered_twice(first, second)
+    for p in moved:  # committed at the revoke: exactly what the first member had delivered
+        mine = [m.offset for m in first.messages if m.partition == p]
+        assert revoked_at.get(p) == max(mine) == 49, (p, revoked_at)
+        # and the second member starts right after it
+        assert [m.offset for m in second.messages if m.partition == p] == list(range(50, 100))
+
+
+def test_mock_rebalance_waits_for_in_flight_batches(mock_cluster, new_topic):
+    """The same order of events on the mock cluster, which may refuse the revoke's commit
+    (RevokeCommitRefusals): then the moved partitions are read again from the last commit."""
+    with RevokeCommitRefusals():
+        _rebalance_with_batches_in_flight(mock_cluster, new_topic)
+
+
+class HeldBatches:
+    """A receive_callback whose batches settle only when the test releases them (Futures)."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.pool = concurrent.futures.ThreadPoolExecutor(16)
+        self.released = False  # True: every batch from now on settles at once
+        self.gates: dict[int, threading.Event] = {}  # batch number -> its release
+        self.lock = threading.Lock()
+        self.ids = iter(range(10**9))
+
+    def callback(self, batch):
+        bid, parts = next(self.ids), frozenset(batch.offsets)
+        with self.lock:
+            gate = self.gates[bid] = threading.Event()
+            if self.released:
+                gate.set()
+        self.log.add("handed", bid, parts)
+        future = self.pool.submit(gate.wait, 60)
+        future.add_done_callback(lambda _f: self.log.add("settled", bid, parts))
+        return future
+
+    def release_all(self) -> None:
+        with self.lock:
+            self.released = True
+            for gate in self.gates.values():
+                gate.set()
+
+    @staticmethod
+    def revoked_or_waiting_again(since: int):
+        return lambda ev: any(e[0] == "on_revoke" for e in ev) or any(
+            e[0] == "revoke wait" and not e[2] for e in ev[since:])
+
+    def release_one_by_one_while_the_revoke_waits(self) -> None:
+        """Once the revoke has found batches pending (or, wrongly, went on without them),
+        release the batches one at a time; after each, wait until the revoke has looked
+        again and still waits (its wait polls every 0.1 s) or has called on_revoke. So
+        on_revoke comes right after the batch that let the revoke go on, and a revoke that
+        left out any batch of a revoked partition calls it while that batch is held."""
+        log = self.log
+        log.wait(self.revoked_or_waiting_again(0), 60, "the revoke waiting")
+        with self.lock:
+            in_flight = sorted(self.gates)
+        for bid in in_flight:
+            if any(e[0] == "on_revoke" for e in log.snapshot()):
+                break
+            self.gates[bid].set()
+            log.wait(lambda ev, b=bid: any(e[:2] == ("settled", b) for e in ev), 60,
+                     f"batch {bid} settled")
+            log.wait(self.revoked_or_waiting_again(len(log.snapshot())), 60,
+                     "the revoke looking again")
+        self.release_all()
+
+
+def _rebalance_with_batches_in_flight(broker, new_topic):
+    """Batches stay in flight (their Futures wait for ``release``) until the revoke has
+    looked at them and found them pending; the event log then shows every batch of a revoked
+    partition settled before on_revoke, and none of them handed out after the revoke began."""
     topic = new_topic(broker, 4)
-    total = 4 * 300
+    per_partition = 50  # 2-3 batches each: every partition fits in rdk's in-flight bound
     for p in range(4):
-        produce(broker, topic, p, values(300, prefix=b"p%d-" % p))
+        produce(broker, topic, p, values(per_partition, prefix=b"p%d-" % p))
     group = group_name()
-    pool = concurrent.futures.ThreadPoolExecutor(4)
-    release = threading.Event()
-
-    held: set = set()  # partitions with a batch in flight
-
-    def slow(batch):  # settles when released: keeps batches in flight over the rebalance
-        held.update(batch.offsets)
-        return pool.submit(release.wait, 30)
-
+    log = EventLog()
+    held = HeldBatches(log)
+    slow = held.callback
     first_seen, second_seen = Assignments(), Assignments()
     first = Collector(slow)
     second = Collector()
@@ -236,81 +321,118 @@ def _rebalance_with_batches_in_flight(broker, new_topic, refusals):
 
     def on_revoke(parts):
         if not first_seen.revoked:  # (the last one comes at stop())
-            revoked_at.update(committed(broker, group, topic, [p for _t, p in parts]))
+            log.add("on_revoke", frozenset(p for _t, p in parts))
+            if getattr(broker, "kind", None) == "kafka":
+                revoked_at.update(committed(broker, group, topic, [p for _t, p in parts]))
         first_seen.on_revoke(parts)
 
     c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
                         on_revoke=on_revoke, max_messages_per_callback=25)
     c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
                         max_messages_per_callback=25)
+    tracker_wait = c1._tracker_wait
+
+    def logged_tracker_wait(keys, timeout):  # the revoke's wait for in-flight batches
+        settled = tracker_wait(keys, timeout)
+        log.add("revoke wait", frozenset(p for _t, p in keys), settled)
+        return settled
+
+    c1._tracker_wait = logged_tracker_wait
     try:
         c1.start()
-        wait_until(lambda: len(first.messages) >= 50, what="first deliveries")
+        log.wait(lambda ev: set().union(*(e[2] for e in ev if e[0] == "handed")) == set(range(4)),
+                 60, "a batch of every partition in flight")
         c2.start()  # the rebalance starts; c1's revoke waits for its in-flight batches
-        fences = c1._pipeline._fences
-        wait_until(lambda: any(mark == 2**63 for mark in fences.values()), 30,
-                   "the revoke to begin")
-        revoking = {p for (_t, p), mark in list(fences.items()) if mark == 2**63}
-        if revoking & held:  # a revoked partition has a batch in flight: the revoke waits
-            assert first_seen.revoked == []
-        release.set()
+        held.release_one_by_one_while_the_revoke_waits()
+        wait_until(lambda: second_seen.assigned, 60, "the second member's assignment")
+        for p in range(4):  # more for both members, after the rebalance
+            produce(broker, topic, p, values(per_partition, start=per_partition, prefix=b"p%d-" % p))
         wait_until(lambda: len({(m.partition, m.offset) for m in first.messages + second.messages})
-                   >= total, 60, "every message")
-        wait_until(lambda: second_seen.assigned, 30, "the second member's assignment")
+                   >= 8 * per_partition, 60, "every message")
     finally:
-        release.set()
+        held.release_all()
         c2.stop()
         c1.stop()
-        pool.shutdown()
-    moved = [p for _t, p in first_seen.revoked[0]]
+        held.pool.shutdown()
+    events = log.snapshot()
+    r = log.first("on_revoke")
+    moved = set(events[r][1])
     assert moved and len(moved) < 4  # cooperative: only some partitions moved
-    check_rereads(first, second, moved, 300)
-    if refusals.count:
-        return
-    delivered = [(m.partition, m.offset) for m in first.messages + second.messages]
-    assert len(delivered) == len(set(delivered)), "a settled message was delivered again"
-    for p in moved:  # committed at the revoke: exactly what the first member had delivered
-        mine = [m.offset for m in first.messages if m.partition == p]
-        assert revoked_at.get(p) == (max(mine) if mine else None)
+    begun = log.first("revoke wait")
+    assert begun < r and events[begun][2] is False, events  # it found batches pending...
+    assert events[begun][1] == moved, events  # ...of the partitions it revokes...
+    for _kind, bid, parts in (e for e in events[:begun] if e[0] == "handed"):
+        if parts & moved:  # ...and each batch of a moved partition settled before on_revoke
+            assert ("settled", bid, parts) in events[:r], f"batch {bid} {sorted(parts)}: {events}"
+    handed_late = [e for e in events[begun:r] if e[0] == "handed" and e[2] & moved]
+    assert handed_late == [], "a batch of a revoked partition was handed out after the fence"
+    check_rereads(first, second, sorted(moved), 2 * per_partition)
+    return first, second, sorted(moved), revoked_at
 
 
-def test_a_batch_handed_out_as_the_revoke_begins_is_waited_for(broker, new_topic):
+class WatchedLock:
+    """A lock that logs, before taking it, which thread wants it."""
+
+    def __init__(self, lock, log: EventLog) -> None:
+        self.lock, self.log = lock, log
+
+    def __enter__(self):
+        self.log.add("lock wanted", threading.current_thread().name)
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+def test_kafka_a_batch_handed_out_as_the_revoke_begins_is_waited_for(kafka_cluster, new_topic):
     """The window between a buffer passing the fence check and its batch being tracked: a
-    revoke whose fence goes up in that window must still wait for the batch (it is held
-    there by a wrapper here), so its messages are committed before the partitions move and
-    the second member delivers none of them again."""
-    # which partitions a rebalance moves is the assignor's choice: an attempt whose held
-    # batch has none of them shows nothing about the window, and is repeated (bounded)
-    for _attempt in range(4):
-        moved, held_partitions, revoke_seen_while_held = attempts_until_the_revoke_commits(
-            broker, lambda refusals: _hold_a_batch_across_a_revoke(broker, new_topic, refusals))
-        if moved & held_partitions:
-            break
-    assert moved & held_partitions, (moved, held_partitions)  # the held batch had some of them
-    assert revoke_seen_while_held == [], "the revoke went on without the batch in flight"
+    revoke whose fence goes up in that window must still wait for the batch (held there by
+    a wrapper until the revoke is seen waiting for the hand-out, or, wrongly, on_revoke
+    came), so its messages are committed before the partitions move and the second member
+    delivers none of them again."""
+    with RevokeCommitRefusals() as refusals:
+        first, second = _hold_a_batch_across_a_revoke(kafka_cluster, new_topic)
+    assert refusals.count == 0, "Apache Kafka refused the revoke's commit"
+    check_nothing_delivered_twice(first, second)
 
 
-def _hold_a_batch_across_a_revoke(broker, new_topic, refusals):
-    """One run of the test above: (partitions moved, partitions of the held batch, revokes
-    seen while it was held); every message is delivered, none twice, whatever moved (unless
-    the broker refused the revoke's commit: see RevokeCommitRefusals)."""
+def test_mock_a_batch_handed_out_as_the_revoke_begins_is_waited_for(mock_cluster, new_topic):
+    """The same order of events on the mock cluster (its revoke commit may be refused:
+    RevokeCommitRefusals)."""
+    with RevokeCommitRefusals():
+        _hold_a_batch_across_a_revoke(mock_cluster, new_topic)
 
+
+def _hold_a_batch_across_a_revoke(broker, new_topic):
+    """With the eager assignor a rebalance revokes every partition, so the held batch's
+    partitions are revoked whichever they are; the log must show it handed over (tracked,
+    delivered) before on_revoke."""
     topic = new_topic(broker, 4)
     if hasattr(broker, "partition_set_leader"):  # the mock cluster: one leader, so that one
-        for p in range(4):  # fetch (and so the held batch) has most partitions, some moving
+        for p in range(4):  # fetch brings every partition
             broker.partition_set_leader(topic, p, 1)
     for p in range(4):
         produce(broker, topic, p, values(50, prefix=b"a%d-" % p))
     group = group_name()
+    log = EventLog()
     first_seen, second_seen = Assignments(), Assignments()
-    first, second = Collector(), Collector()
+
+    def on_revoke(parts):
+        if not first_seen.revoked:
+            log.add("on_revoke", frozenset(p for _t, p in parts))
+        first_seen.on_revoke(parts)
+
+    def delivered(batch):
+        log.add("delivered", frozenset(batch.offsets))
+
+    first, second = Collector(delivered), Collector()
+    eager = {"partition.assignment.strategy": "range"}
     c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
-                        on_revoke=first_seen.on_revoke, max_messages_per_callback=10000)
+                        on_revoke=on_revoke, max_messages_per_callback=10000,
+                        driver_options=eager)
     c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
-                        max_messages_per_callback=10000)
+                        max_messages_per_callback=10000, driver_options=eager)
     armed, held = threading.Event(), threading.Event()
-    held_partitions: set = set()
-    revoke_seen_while_held: list = []
     try:
         c1.start()
         wait_until(lambda: len(first.messages) >= 200, 30, "the first member's deliveries")
@@ -319,19 +441,21 @@ def _hold_a_batch_across_a_revoke(broker, new_topic, refusals):
         pipeline = c1._pipeline
         fences = pipeline._fences
         convert = pipeline.convert
+        pipeline._handout_lock = WatchedLock(pipeline._handout_lock, log)
 
         def convert_then_hold(filled):  # converted (fence passed), not yet tracked
             batch = convert(filled)
             if armed.is_set() and batch is not None and batch.messages and not held.is_set():
-                held_partitions.update(m.partition for m in batch.messages)
                 held.set()
-                wait_until(lambda: any(mark == 2**63 for mark in fences.values()), 30,
+                me = threading.current_thread().name
+                log.add("held", frozenset(batch.offsets))
+                wait_until(lambda: any(mark == 2**63 for mark in fences.values()), 60,
                            "the revoke's fence")
-                # unfixed, the revoke would not wait for this batch: on_revoke would come now
-                # (within milliseconds; fixed, it waits for this batch, so the wait times out)
-                with first_seen.cond:
-                    first_seen.cond.wait_for(lambda: first_seen.revoked, 1)
-                    revoke_seen_while_held.extend(first_seen.revoked)
+                # fixed, the revoke now waits for this hand-out (it wants the lock this
+                # thread holds); unfixed, it goes on to on_revoke without this batch
+                log.wait(lambda ev: any(e[0] == "on_revoke" or (e[0] == "lock wanted" and e[1] != me)
+                                        for e in ev), 60, "the revoke waiting for the hand-out")
+                log.add("released")
             return batch
 
         pipeline.convert = convert_then_hold
@@ -348,12 +472,17 @@ def _hold_a_batch_across_a_revoke(broker, new_topic, refusals):
     finally:
         c2.stop()
         c1.stop()
-    moved = {p for _t, p in first_seen.revoked[0]}
-    check_rereads(first, second, moved, 100)
-    if not refusals.count:
-        delivered = [(m.partition, m.offset) for m in first.messages + second.messages]
-        assert len(delivered) == len(set(delivered)), "a settled message was delivered again"
-    return moved, held_partitions, revoke_seen_while_held
+    events = log.snapshot()
+    r = log.first("on_revoke")
+    moved = set(events[r][1])
+    assert moved == set(range(4)), events  # eager: every partition, the held batch's too
+    h = log.first("held")
+    # held, released, delivered (so tracked and settled), and only then on_revoke
+    assert [e[0] for e in events[h:r] if e[0] in ("held", "released", "delivered")][:3] == [
+        "held", "released", "delivered"], events
+    assert events[h + 1:r].count(("delivered", events[h][1])) == 1, events
+    check_rereads(first, second, sorted(moved), 100)
+    return first, second
 
 
 def test_a_batch_processed_in_part_is_committed_up_to_its_part_at_the_revoke(broker, new_topic):

@@ -47,20 +47,35 @@ def produce_raw(client, topic, partition, messages, send_id=7):
 
 
 class Deliveries:
+    """on_deliveries handler. It runs on the client's event thread, where an exception is
+    only logged: a failed check is kept in ``errors`` and ends the wait, and ``wait()``
+    re-raises it in the test thread."""
+
     def __init__(self):
         self.delivered = 0
         self.failed = []
         self.done = threading.Event()
         self.expected = 0
+        self.errors: list[BaseException] = []
 
     def __call__(self, d):
-        for i in range(d.n_runs):
-            assert d.run_send[i] == 7
-            self.delivered += d.run_count[i]
-        for i in range(d.n_failed):
-            self.failed.append((d.failed_index[i], d.failed_err[i]))
+        try:
+            for i in range(d.n_runs):
+                assert d.run_send[i] == 7, f"delivery report for send {d.run_send[i]}, not 7"
+                self.delivered += d.run_count[i]
+            for i in range(d.n_failed):
+                self.failed.append((d.failed_index[i], d.failed_err[i]))
+        except BaseException as e:
+            self.errors.append(e)
+            self.done.set()
+            raise
         if self.delivered + len(self.failed) >= self.expected:
             self.done.set()
+
+    def wait(self, timeout: float) -> None:
+        assert self.done.wait(timeout), "delivery reports did not arrive"
+        if self.errors:
+            raise self.errors[0]
 
 
 MESSAGES = [
@@ -109,7 +124,7 @@ def test_batch_produce_and_batch_consume_round_trip_binary_data(broker, new_topi
     try:
         n, errs = produce_raw(producer, topic, 1, MESSAGES)
         assert n == len(MESSAGES) and errs == [0] * len(MESSAGES)
-        assert got.done.wait(30), "delivery reports did not arrive"
+        got.wait(30)
         assert got.delivered == len(MESSAGES) and got.failed == []
     finally:
         producer.close()

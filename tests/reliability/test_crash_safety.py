@@ -183,34 +183,59 @@ def crash_run(tmp_path, total: int, kills: int, pace: float, seed: int) -> dict:
     }
 
 
+def test_seed() -> int:
+    """The fault schedule's seed: ``RDK_TEST_SEED`` if set (to replay a failure), else the clock."""
+    seed = os.environ.get("RDK_TEST_SEED")
+    return int(seed) if seed else time.time_ns() % 2**32
+
+
+test_seed.__test__ = False  # a helper, not a test
+
+
+def seeded_run(tmp_path, total: int, kills: int, record_property=None) -> dict:
+    """crash_run + check; any failure, in the run or in the checks, names the seed (and
+    ``record_property`` gets it first, then every figure of the report)."""
+    seed = test_seed()
+    print(f"crash-safety seed {seed} (replay: RDK_TEST_SEED={seed})")
+    if record_property is not None:
+        record_property("seed", seed)
+    try:
+        report = crash_run(tmp_path, total, kills, pace=PACE, seed=seed)
+        for k, v in report.items() if record_property is not None else ():
+            record_property(k, v)
+        check(report, total, kills)
+    except BaseException as e:
+        e.add_note(f"crash-safety seed {seed}: replay with RDK_TEST_SEED={seed}")
+        raise
+    return report
+
+
 def check(report: dict, total: int, kills: int) -> None:
     print("\ncrash-safety report:", json.dumps(report, sort_keys=True))
-    assert report["lost"] == 0
-    assert report["unexpected"] == 0
-    assert report["mismatched_payloads"] == 0
-    assert report["reader_errors"] == []
-    assert report["offset_file_reads"] > 1000
-    assert report["temp_files_left"] == []
-    assert report["kills"] == kills and report["restarts"] == kills
-    assert report["kills_with_work_pending"] == kills, "some kills came after the work was done"
-    assert report["kills_of_running_consumers"] >= kills // 2
+    seed = f"[seed {report['seed']}: replay with RDK_TEST_SEED={report['seed']}]"
+    assert report["lost"] == 0, seed
+    assert report["unexpected"] == 0, seed
+    assert report["mismatched_payloads"] == 0, seed
+    assert report["reader_errors"] == [], seed
+    assert report["offset_file_reads"] > 1000, seed
+    assert report["temp_files_left"] == [], seed
+    assert report["kills"] == kills and report["restarts"] == kills, seed
+    assert report["kills_with_work_pending"] == kills, f"some kills came after the work was done {seed}"
+    assert report["kills_of_running_consumers"] >= kills // 2, seed
     # a restart repeats only what its predecessor processed after the start of its last
     # completed offset write (one in-flight window), never anything stored before that
-    assert report["repeats_beyond_the_window"] == []
-    assert report["final_offsets"] == {p: PER_PARTITION - 1 for p in range(total // PER_PARTITION)}
+    assert report["repeats_beyond_the_window"] == [], seed
+    assert report["final_offsets"] == {p: PER_PARTITION - 1 for p in range(total // PER_PARTITION)}, seed
 
 
 @pytest.mark.timeout(240)
 def test_sigkilled_workers_lose_nothing_and_repeat_at_most_one_window(tmp_path, record_property):
     total, kills = 200_000, 20
-    report = crash_run(tmp_path, total, kills, pace=PACE, seed=int(time.time()))
-    for k, v in report.items():
-        record_property(k, v)
-    check(report, total, kills)
+    seeded_run(tmp_path, total, kills, record_property)
 
 
 @pytest.mark.soak
 @pytest.mark.timeout(1800)
 def test_soak_sigkilled_workers_lose_nothing(tmp_path):
     total, kills = 1_000_000, 100
-    check(crash_run(tmp_path, total, kills, pace=PACE, seed=int(time.time())), total, kills)
+    seeded_run(tmp_path, total, kills)

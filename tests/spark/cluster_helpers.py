@@ -193,11 +193,16 @@ def job_batch(spark, bootstrap: str, source: str, sink: str) -> dict:
 def job_stream(spark, bootstrap: str, topic: str, checkpoint: str, output: str,
                max_per_trigger: int, attempts: int = 3) -> dict:
     """An AvailableNow query from ``topic`` into a parquet sink, restarted from its
-    checkpoint (up to ``attempts`` runs) if Spark stops it; then what the sink holds."""
+    checkpoint (up to ``attempts`` runs) if Spark stops it; then what the sink holds.
+
+    The result says how often that happened: ``restarts`` (runs after the first),
+    ``failures`` (why each run stopped) and ``completed`` (whether a run finished); a test
+    asserts them, so a restart never hides a query that failed."""
     from pyspark.sql import functions as F
 
-    processed, failures = 0, []
+    processed, failures, runs, completed = 0, [], 0, False
     for _ in range(attempts):
+        runs += 1
         stream = (spark.readStream.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
                   .option("subscribe", topic).option("startingOffsets", "earliest")
                   .option("maxOffsetsPerTrigger", max_per_trigger).load())
@@ -212,14 +217,15 @@ def job_stream(spark, bootstrap: str, topic: str, checkpoint: str, output: str,
             query.stop()
         processed += sum(p["numInputRows"] for p in query.recentProgress)
         if query.exception() is None and not query.isActive:
+            completed = True
             break
     out = spark.read.parquet(output)
     per_partition = {str(r["partition"]): [r["rows"], r["offsets"], r["first"], r["last"]]
                      for r in out.groupBy("partition").agg(
                          F.count("*").alias("rows"), F.countDistinct("offset").alias("offsets"),
                          F.min("offset").alias("first"), F.max("offset").alias("last")).collect()}
-    return {"processed": processed, "restarts": len(failures), "failures": failures,
-            "rows": out.count(), "per_partition": per_partition}
+    return {"processed": processed, "restarts": runs - 1, "failures": failures,
+            "completed": completed, "rows": out.count(), "per_partition": per_partition}
 
 
 JOBS = {"batch": job_batch, "stream": job_stream}

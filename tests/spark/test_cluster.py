@@ -105,6 +105,7 @@ def test_available_now_stream_twice_with_a_checkpoint_counts_each_message_once(
 
     assert (first["processed"], second["processed"]) == (3_000, 1_000), (first, second)
     assert first["restarts"] == second["restarts"] == 0, (first, second)
+    assert first["completed"] and second["completed"], (first, second)
     assert second["rows"] == 4_000
     for p, (rows, offsets, low, high) in second["per_partition"].items():
         assert (rows, offsets, low, high) == (1_000, 1_000, 0, 999), (p, second["per_partition"])
@@ -153,6 +154,10 @@ def test_executor_killed_mid_stream_every_message_still_counted_exactly_once(
     assert "error" not in outcome, outcome.get("error")
     result = outcome["result"]
 
+    # Spark re-ran the lost tasks inside the same query: it never stopped, so job_stream
+    # did not restart it from the checkpoint (a restart would hide a failed query)
+    assert (result["restarts"], result["failures"], result["completed"]) == (0, [], True), result
+    assert result["processed"] == total, result
     assert committed_at_kill < total // per_trigger <= commits(checkpoint)
     assert "Lost executor" in Path(result["log"]).read_text(errors="replace")
     # the tasks the killed executor never finished ran again elsewhere

@@ -1,5 +1,9 @@
 """The compiled module loads, is the pinned librdkafka, and maps errors with librdkafka's text."""
 
+import contextlib
+import os
+from pathlib import Path
+
 import pytest
 
 import rdk
@@ -76,9 +80,27 @@ def test_secret_values_never_appear_in_config_errors():
     assert _binding.redact({"sasl.password": "hunter2", "acks": 1}) == {"sasl.password": "***", "acks": 1}
 
 
+def librdkafka_threads() -> list[str]:
+    """Names of this process's librdkafka threads ("rdk:main", "rdk:broker..."): each
+    rd_kafka_t runs its own, and rd_kafka_destroy() returns once they have all ended."""
+    names = []
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            names.append(Path(f"/proc/self/task/{tid}/comm").read_text().strip())
+    return sorted(n for n in names if n.startswith("rdk:"))
+
+
 def test_client_close_is_idempotent_and_frees_handles():
-    c = _binding.Client("producer", {"bootstrap.servers": "127.0.0.1:1"})
+    before = librdkafka_threads()
+    c = _binding.Client("producer", {"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
     c.topic("a")
-    c.close()
+    assert librdkafka_threads().count("rdk:main") == before.count("rdk:main") + 1
+    event_thread = c._thread
     c.close()
     assert c.closed
+    assert not c._finalizer.alive  # _destroy ran...
+    assert c._state == {}  # ...and freed the topic, the queues, the deliveries and the handle
+    assert not event_thread.is_alive()
+    assert librdkafka_threads() == before  # rd_kafka_destroy really ran: its threads are gone
+    c.close()  # idempotent: nothing left to free, nothing raised
+    assert c.closed and c._state == {}

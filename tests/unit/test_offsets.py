@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -124,22 +128,57 @@ def test_unwritable_directory_raises_naming_it(tmp_path):
     assert str(blocker / "offsets") in str(ei.value)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
-def test_read_only_directory_raises(tmp_path):  # pragma: no cover - CI runs as root here
-    d = tmp_path / "ro"
-    d.mkdir()
-    d.chmod(0o500)
-    with pytest.raises(OffsetFileError, match="not writable"):
-        FileOffsetStore(d, "t")
+READ_ONLY_CHECK = """
+import sys
+from rdk.errors import OffsetFileError
+from rdk.offsets import FileOffsetStore
+try:
+    FileOffsetStore(sys.argv[1], "t")
+except OffsetFileError as e:
+    print("OffsetFileError:", e)
+else:
+    print("no error")
+"""
+
+
+def test_read_only_directory_raises():
+    """Root writes into read-only directories, and CI runs as root: there the check runs in
+    a subprocess as ``nobody`` (setpriv), on a 0555 directory inside a fresh 0755 temp dir."""
+    with tempfile.TemporaryDirectory(prefix="rdk-ro-") as base:
+        os.chmod(base, 0o755)  # (mkdtemp makes it 0700: nobody could not reach it)
+        d = Path(base) / "ro"
+        d.mkdir()
+        d.chmod(0o555)
+        cmd = [sys.executable, "-c", READ_ONLY_CHECK, str(d)]
+        if os.geteuid() == 0:
+            assert shutil.which("setpriv"), "setpriv (util-linux) is needed to run this as nobody"
+            cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *cmd]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.startswith("OffsetFileError:") and "not writable" in run.stdout, run.stdout
+        assert str(d) in run.stdout
+        assert list(d.iterdir()) == []
 
 
 def test_a_failed_write_leaves_no_temp_file_and_keeps_the_old_value(tmp_path):
+    """Every value is staged before the first rename; the renames go in the mapping's order,
+    so a rename that fails leaves each file not yet renamed with exactly its old value."""
     write_offset_file(tmp_path, "t", 0, 5)
     (tmp_path / "t-1.offset").mkdir()  # rename onto a directory fails
     with pytest.raises(OffsetFileError, match="cannot write"):
-        write_offset_files(tmp_path, "t", {0: 6, 1: 7})
+        write_offset_files(tmp_path, "t", {1: 7, 0: 6})  # fails at the first rename
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t-0.offset", "t-1.offset"]
-    assert read_offset_file(tmp_path / "t-0.offset") in (5, 6)
+    assert read_offset_file(tmp_path / "t-0.offset") == 5
+
+
+def test_a_failed_write_keeps_the_new_value_of_files_renamed_before_the_failure(tmp_path):
+    write_offset_file(tmp_path, "t", 0, 5)
+    (tmp_path / "t-1.offset").mkdir()
+    with pytest.raises(OffsetFileError, match="cannot write"):
+        write_offset_files(tmp_path, "t", {0: 6, 1: 7})  # t-0 is renamed, then t-1 fails
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t-0.offset", "t-1.offset"]
+    assert read_offset_file(tmp_path / "t-0.offset") == 6  # whole: its new value
 
 
 def test_store_reads_and_commits_last_processed_offsets(tmp_path):
@@ -283,20 +322,59 @@ def test_committer_close_gives_up_on_time_when_the_store_hangs():
     store.gate.set()
 
 
-def test_committer_spaces_commits_by_min_interval_and_flush_overrides_it():
+class CommitterClock:
+    """offsets' ``time`` for one test: ``monotonic()`` is set by the test; the committer
+    thread's reads are counted, so the test can wait until it has looked at a new time."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.reads: list[float] = []
+        self.cond = threading.Condition()
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+    def monotonic(self) -> float:
+        with self.cond:
+            if threading.current_thread().name == "rdk-offsets":
+                self.reads.append(self.now)
+                self.cond.notify_all()
+            return self.now
+
+    def set_and_wait_read(self, now: float, committer: OffsetCommitter) -> None:
+        """Move the clock to ``now``, wake the committer and wait until it has read it."""
+        with self.cond:
+            self.now = now
+            seen = len(self.reads)
+        committer.record(committer.pending)  # wakes its thread (same values: no change)
+        with self.cond:
+            assert self.cond.wait_for(lambda: now in self.reads[seen:], 10), (
+                f"the committer never read the clock at {now}")
+
+
+def test_committer_spaces_commits_by_min_interval_and_flush_overrides_it(monkeypatch):
+    clock = CommitterClock(1000.0)
+    monkeypatch.setattr(offsets, "time", clock)
     store = GatedStore()
     store.gate.set()
     c = OffsetCommitter(store, offsets.logging.getLogger("test"), min_interval=30.0)
     try:
         c.record({0: 1})
-        assert c.flush(5) and store.calls == [{0: 1}]
+        assert c.flush(5) and store.calls == [{0: 1}]  # started at 1000.0
         store.entered.clear()
         c.record({0: 2})
         c.record({0: 3})
-        assert not store.entered.wait(0.3)  # within the interval: no commit starts
-        assert c.pending == {0: 3}
+        clock.set_and_wait_read(1029.999, c)  # it has seen the time: 1 ms of the interval left
+        assert not store.entered.is_set() and c.pending == {0: 3}
+        clock.set_and_wait_read(1030.0, c)  # the interval has passed: the commit starts
+        assert store.entered.wait(10)
+        assert c.flush(5) and store.calls == [{0: 1}, {0: 3}]
+        store.entered.clear()
+        c.record({0: 4})
+        clock.set_and_wait_read(1030.5, c)
+        assert not store.entered.is_set() and c.pending == {0: 4}
         assert c.flush(5)  # flush commits at once, without waiting out the interval
-        assert store.calls == [{0: 1}, {0: 3}]
+        assert store.calls == [{0: 1}, {0: 3}, {0: 4}]
     finally:
         c.close(5)
 
@@ -313,6 +391,7 @@ def test_committer_spaces_commits_by_min_interval_and_flush_overrides_it():
     ({"group_id": "g", "broker": "127.0.0.1:9", "topic": "../t"}, ValueError, "'../t'"),
 ])
 def test_broker_offset_store_checks_its_arguments(kwargs, exc, pattern):
+    kwargs = dict(kwargs)  # (never change the shared parameter: a second run would lack group_id)
     group_id = kwargs.pop("group_id")
     with pytest.raises(exc, match=pattern):
         offsets.BrokerOffsetStore(group_id, **kwargs)

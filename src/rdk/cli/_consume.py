@@ -169,9 +169,14 @@ class _SlotWriter:
             k = 0 if self.done.is_set() else tally.take(len(messages))
             if k:
                 try:
-                    sys.stdout.buffer.write(encode_messages(
-                        messages if k == len(messages) else messages[:k], self.job.format))
+                    data = encode_messages(
+                        messages if k == len(messages) else messages[:k], self.job.format)
+                    written = sys.stdout.buffer.write(data)
                     sys.stdout.buffer.flush()
+                    if written is not None and written < len(data):
+                        # a reader gone mid-batch: BufferedWriter returns the part the pipe
+                        # took and drops the EPIPE; none of this batch counts as written
+                        raise BrokenPipeError(f"stdout took {written} of {len(data)} bytes")
                 except (BrokenPipeError, ValueError):  # the reader is gone: stop
                     tally.take(-k)  # not written after all
                     self._end_pool()

@@ -17,6 +17,7 @@ from ._batch import Batch
 __all__ = ["SettlementTracker"]
 
 _PENDING, _OK, _FAILED, _CUT = 0, 1, 2, 3  # _CUT: processed up to its offset, no further
+_ABANDONED = 4  # its processing never ended: not in flight, and its partition is blocked
 _SETTLED = object()  # a Batch's bookkeeping once it has settled
 
 
@@ -100,8 +101,9 @@ class SettlementTracker:
             batch._entries = _SETTLED
             self.unsettled -= 1
             self.cond.notify_all()
-            for p, _ in entries:  # its entries stay pending: nothing behind them pops
+            for p, e in entries:  # blocked: nothing of it or behind it is recorded
                 self._blocked.add(p)
+                e[1] = _ABANDONED  # settled for anyone waiting (a revoke, a stop)
             return True
 
     def _pop_settled(self, p: int, record: dict[int, int]) -> None:
@@ -121,8 +123,7 @@ class SettlementTracker:
                     "%s[%d]: a batch failed and commit_on_error=False, so no offset "
                     "after %s is recorded in this run; it is delivered again after a "
                     "restart", self.topic, p, record.get(p, "the last recorded one"))
-                record.pop(p, None)
-                continue
+                continue  # (batches before it that were processed stay in ``record``)
             record[p] = last
 
     def wait_settled(self, timeout: float) -> bool:
