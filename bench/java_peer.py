@@ -1,0 +1,638 @@
+"""rdk against Apache Kafka's Java client and confluent-kafka, on Apache Kafka (issue 27).
+
+``python bench/java_peer.py`` starts ONE ``rdk.testing.KafkaCluster(1)`` (Apache Kafka 4.3.1,
+KRaft, one JVM) and measures, in the same run and on that broker:
+
+- throughput: produce and consume, msgs/s and MB/s (value bytes / 1e6), 100 B and 1 KiB
+  values, 4 and 64 partitions. rdk and confluent-kafka run bench/contenders/*_client.py
+  (rdk: ``Producer.send`` of 10 000-message chunks; ``Consumer`` with offset files and a
+  ``receive_callback``; confluent-kafka: ``produce`` per message, ``consume(n)``); the Java
+  client runs Kafka's own ``org.apache.kafka.tools.ProducerPerformance`` (its final line:
+  the steady state after ``--warmup-records`` = 10 %; the whole run's figure is in the JSON)
+  and ``ConsumerPerformance`` (``fetch.nMsg.sec``: the group's first rebalance left out;
+  ``nMsg.sec`` in the JSON). Each produce writes a fresh topic (checked against the broker's
+  high watermarks); the three consumers read the topic rdk produced. The Python peers' CPU
+  per message (their whole process over the timed window) is reported too.
+- end-to-end latency p50/p99/p99.9 of a paced producer and a consumer in the same process
+  (send time in the payload, CLOCK_MONOTONIC) at 1k, 10k, 50k msgs/s, with linger 0 ms, 5 ms
+  and each client's default (rdk: ``queue_buffering_max_ms=250``, kafka-native's; librdkafka
+  and so confluent-kafka: 5 ms), for rdk and confluent-kafka; Kafka's ``EndToEndLatency`` as
+  the Java reference (one message at a time: ``send().get()``, then ``poll`` until it
+  arrives; linger 0, the consumer's fetch.max.wait.ms 0; whole milliseconds). Latency runs
+  also report the process's CPU seconds per thread (``thread_cpu_seconds``).
+
+First each peer produces and consumes 200 000 x 100 B once, not kept (the fresh broker's
+JIT warm-up would otherwise fall on whoever runs first). Every point runs ``--repeat`` times
+(default 3, peers interleaved, their order rotated per repeat); the JSON
+(bench/java_peer.json, ``--out``) keeps every run and min/median per point; ``--table``
+prints the markdown tables of an existing JSON. ``--quick``: tiny counts, 100 B,
+4 partitions, one latency point, one repetition (a smoke test, not a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CONTENDER_DIR = HERE / "contenders"
+DEFAULT_OUT = HERE / "java_peer.json"
+PYTHON_PEERS = {"rdk": "rdk_client.py", "confluent-kafka": "confluent_client.py"}
+JAVA = "java"
+PEERS = ["rdk", "confluent-kafka", JAVA]
+
+# The settings every peer shares (the names are the same in librdkafka and the Java client).
+COMMON_PRODUCER: dict[str, Any] = {
+    "acks": "1",
+    "linger.ms": 5,
+    "compression.type": "none",
+    "enable.idempotence": "false",
+    "batch.size": 1000000,  # librdkafka's default; the Java client's is 16 384
+}
+LIBRDKAFKA_PRODUCER = {**COMMON_PRODUCER, "batch.num.messages": 10000,
+                       "queue.buffering.max.messages": 2000000,
+                   "queue.buffering.max.kbytes": 1048576}
+JAVA_PRODUCER = {**COMMON_PRODUCER, "buffer.memory": 536870912}  # 64 partitions x 1 MB batches
+LIBRDKAFKA_CONSUMER: dict[str, Any] = {  # as bench/run.py's CONSUMER_SETTINGS
+    "fetch.queue.backoff.ms": 10,
+    "fetch.wait.max.ms": 100,
+    "fetch.min.bytes": 1,
+    "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 1048576,
+    "queued.max.messages.kbytes": 65536,
+}
+JAVA_CONSUMER: dict[str, Any] = {
+    "fetch.max.wait.ms": 100,
+    "fetch.min.bytes": 1,
+    "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 1048576,
+    "max.poll.records": 10000,
+}
+LATENCY_CONSUMER = {**LIBRDKAFKA_CONSUMER, "fetch.wait.max.ms": 10}
+JVM_OPTIONS = ["-Xmx1g", "-XX:+UseParallelGC"]
+SEND_CHUNK = 10000
+CONSUME_BATCH = 10000
+DEFAULT_LINGER = "default"  # a latency point without linger.ms: each client's own default
+LATENCY_PARTITIONS = 4
+
+
+def plan(quick: bool, duration: float | None) -> dict[str, Any]:
+    if quick:
+        return {"sizes": [100], "partitions": [4], "counts": {100: 20000},
+                "rates": [1000], "lingers": [5], "duration": duration or 2.0,
+                "e2e_records": 300, "repeat": 1}
+    return {"sizes": [100, 1024], "partitions": [4, 64], "counts": {100: 1000000, 1024: 200000},
+            "rates": [1000, 10000, 50000], "lingers": [0, 5, DEFAULT_LINGER],
+            "duration": duration or 10.0, "e2e_records": 5000, "repeat": 3}
+
+
+# ---- the contender processes --------------------------------------------------------------
+
+def child_main(peer: str, job_json: str) -> None:
+    """Run a bench/contenders script with LatencyRecorder also reporting p99.9 (common.py
+    reports p50/p99/max)."""
+    import runpy
+
+    sys.path.insert(0, str(CONTENDER_DIR))
+    import common  # type: ignore[import-not-found]
+
+    plain = common.LatencyRecorder.result
+
+    def result(self: Any, produced: int, seconds: float) -> dict[str, Any]:
+        out = plain(self, produced, seconds)
+        lat = sorted(self.latencies)
+        out["p999_ms"] = round(lat[(len(lat) - 1) * 999 // 1000] / 1e6, 3) if lat else -1.0
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        out["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # the whole process, start-up in
+        return out
+
+    common.LatencyRecorder.result = result
+    plain_report = common.report
+
+    def report(out: dict[str, Any]) -> None:
+        plain_report({**out, "thread_cpu_seconds": _thread_cpu()})
+
+    common.report = report
+    threading.Thread(target=_watch_threads, name="java-peer-cpu", daemon=True).start()
+    script = str(CONTENDER_DIR / PYTHON_PEERS[peer])
+    sys.argv = [script, job_json]
+    runpy.run_path(script, run_name="__main__")
+
+
+_THREAD_CPU: dict[int, tuple[str, float]] = {}
+
+
+def _watch_threads() -> None:
+    """Every 0.2 s, each live thread's CPU seconds (/proc/self/task/TID/stat) under its name
+    (Python's name where it is a Python thread, else the OS name: librdkafka's rdk:broker...):
+    the last reading survives the thread, so the figures cover threads that ended."""
+    tick = os.sysconf("SC_CLK_TCK")
+    while True:
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    head, rest = f.read().rsplit(")", 1)
+            except OSError:
+                continue
+            fields = rest.split()
+            name = names.get(int(tid)) or head.split("(", 1)[1]
+            _THREAD_CPU[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+        time.sleep(0.2)
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds per thread name (threads of one name summed; digits dropped)."""
+    out: dict[str, float] = {}
+    for name, cpu in list(_THREAD_CPU.values()):
+        key = re.sub(r"\d+", "N", name)
+        out[key] = round(out.get(key, 0.0) + cpu, 3)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def run_python(peer: str, job: dict[str, Any], timeout: float) -> tuple[dict | None, str]:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", peer, json.dumps(job)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout:.0f} s"
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):]), ""
+    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+    return None, f"exit code {done.returncode}: {' | '.join(tail)}"
+
+
+def run_java(libs: Path, tool: str, args: list[str], timeout: float) -> tuple[str, str]:
+    argv = ["java", *JVM_OPTIONS, "-cp", f"{libs}/*", f"org.apache.kafka.tools.{tool}", *args]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return "", f"timed out after {timeout:.0f} s"
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return done.stdout, f"exit code {done.returncode}: {' | '.join(tail)}"
+    return done.stdout, ""
+
+
+def props_args(props: dict[str, Any]) -> list[str]:
+    return [f"{k}={v}" for k, v in props.items()]
+
+
+_PRODUCED = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)")
+_STEADY = re.compile(r"^(\d+) steady state records sent, ([\d.]+) records/sec")
+_E2E = re.compile(r"Percentiles: 50th = ([\d.]+), 99th = ([\d.]+), 99.9th = ([\d.]+)")
+
+
+def java_produce(libs: Path, bootstrap: str, topic: str, count: int, size: int,
+                 timeout: float) -> tuple[dict | None, str]:
+    out, problem = run_java(libs, "ProducerPerformance", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(count),
+        "--record-size", str(size), "--throughput", "-1",
+        "--warmup-records", str(count // 10),
+        "--command-property", *props_args(JAVA_PRODUCER)], timeout)
+    whole = [m for m in map(_PRODUCED.match, out.splitlines()) if m]
+    steady = [m for m in map(_STEADY.match, out.splitlines()) if m]
+    if problem or not whole or not steady:
+        return None, problem or f"no summary lines in: {out.strip()[-300:]}"
+    # the final line: the steady state after the first 10 % (JIT warm-up and first metadata
+    # out, as the consumers' clocks leave their first 10 % out); the whole run's line is kept
+    sent, rate = int(whole[-1].group(1)), float(steady[-1].group(2))
+    return {"count": sent, "seconds": int(steady[-1].group(1)) / rate if rate else 0.0,
+            "msgs_per_s": rate, "whole_run_msgs_per_s": float(whole[-1].group(2)),
+            "line": steady[-1].group(0), "whole_run_line": whole[-1].group(0)}, ""
+
+
+def java_consume(libs: Path, bootstrap: str, topic: str, count: int,
+                 timeout: float) -> tuple[dict | None, str]:
+    out, problem = run_java(libs, "ConsumerPerformance", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(count),
+        "--group", f"java-peer-{uuid.uuid4().hex[:8]}", "--timeout", "30000",
+        "--command-property", *props_args(JAVA_CONSUMER)], timeout)
+    lines = out.strip().splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith("start.time")), None)
+    if problem or header is None or header + 1 >= len(lines):
+        return None, problem or f"no CSV line in: {out.strip()[-300:]}"
+    names = [n.strip() for n in lines[header].split(",")]
+    values = dict(zip(names, (v.strip() for v in lines[header + 1].split(",")), strict=False))
+    consumed = int(values["data.consumed.in.nMsg"])
+    fetch_ms = float(values["fetch.time.ms"])
+    # fetch.nMsg.sec: messages over the time after the group's first rebalance (start-up
+    # out, as the Python peers' clocks leave it out); nMsg.sec counts the rebalance too
+    return {"count": consumed, "seconds": fetch_ms / 1000, "msgs_per_s": float(values["fetch.nMsg.sec"]),
+            "msgs_per_s_with_rebalance": float(values["nMsg.sec"]),
+            "rebalance_ms": float(values["rebalance.time.ms"]), "csv": lines[header + 1]}, ""
+
+
+def java_e2e(libs: Path, bootstrap: str, topic: str, records: int, size: int,
+             timeout: float) -> tuple[dict | None, str]:
+    t0 = time.perf_counter()
+    out, problem = run_java(libs, "EndToEndLatency", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
+        "--producer-acks", COMMON_PRODUCER["acks"], "--record-size", str(size)], timeout)
+    seconds = time.perf_counter() - t0
+    m = _E2E.search(out)
+    avg = re.search(r"Avg latency: ([\d.]+) ms", out)
+    if problem or not m:
+        return None, problem or f"no percentiles in: {out.strip()[-300:]}"
+    return {"count": records, "p50_ms": float(m.group(1)), "p99_ms": float(m.group(2)),
+            "p999_ms": float(m.group(3)), "avg_ms": float(avg.group(1)) if avg else None,
+            "rate": records / seconds, "seconds_with_jvm_start": seconds}, ""
+
+
+# ---- the run ------------------------------------------------------------------------------
+
+def python_job(kind: str, bootstrap: str, topic: str, partitions: int, count: int, size: int,
+               timeout: float, **extra: Any) -> dict[str, Any]:
+    return {"scenario": kind, "bootstrap": bootstrap, "topic": topic, "partitions": partitions,
+            "count": count, "size": size, "chunk": SEND_CHUNK,
+            "batch": max(1, min(CONSUME_BATCH, count // 20)), "wait_ms": 1000,
+            "timeout": timeout, "idle": 20.0, "producer": dict(LIBRDKAFKA_PRODUCER),
+            "consumer": dict(LIBRDKAFKA_CONSUMER), "options": {}, **extra}
+
+
+def high_watermarks(admin: Any, topic: str, partitions: int) -> int:
+    return sum(admin.watermarks(topic, p, timeout=30)[1] for p in range(partitions))
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, cluster: Any, libs: Path) -> None:
+        from rdk.admin import Admin
+
+        self.args, self.cluster, self.libs = args, cluster, libs
+        self.bootstrap = cluster.bootstrap_servers
+        self.admin = Admin(self.bootstrap)
+        self.runs: list[dict[str, Any]] = []
+        self.produced: list[str] = []  # this point's topics, deleted once it is measured
+        self.warming = False
+        self.timeout = args.timeout
+
+    def log(self, text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    def topic(self, partitions: int, tag: str) -> str:
+        name = f"jp-{tag}-{uuid.uuid4().hex[:8]}"
+        self.cluster.create_topic(name, partitions)
+        return name
+
+    def record(self, run: dict[str, Any]) -> None:
+        if self.warming:
+            run["point"] = f"{run.get('point')} (warm-up, not kept)"
+        else:
+            self.runs.append(run)
+        figures = {k: run[k] for k in ("msgs_per_s", "p50_ms", "p99_ms", "p999_ms") if k in run}
+        self.log(f"{run['kind']} {run['peer']} {run.get('point')}: "
+                 f"{run['problem'] or json.dumps(figures)}")
+
+    def produce(self, peer: str, size: int, partitions: int, count: int, repeat: int) -> str:
+        topic = self.topic(partitions, "p")
+        if peer == JAVA:
+            r, problem = java_produce(self.libs, self.bootstrap, topic, count, size, self.timeout)
+        else:
+            job = python_job("produce", self.bootstrap, topic, partitions, count, size, self.timeout)
+            r, problem = run_python(peer, job, self.timeout + 60)
+            if r:
+                r["msgs_per_s"] = r["count"] / r["seconds"] if r.get("seconds") else 0.0
+        if r and not problem:
+            try:
+                on_broker = high_watermarks(self.admin, topic, partitions)
+            except Exception as e:
+                on_broker, problem = -1, f"high watermarks: {e}"
+            if not problem and on_broker != count:
+                problem = f"{on_broker} messages on the broker, {count} sent"
+        self.record(self.figures("produce", peer, size, partitions, count, repeat, r, problem))
+        self.produced.append(topic)
+        return topic if not problem else ""
+
+    def consume(self, peer: str, topic: str, size: int, partitions: int, count: int,
+                repeat: int) -> None:
+        if peer == JAVA:
+            r, problem = java_consume(self.libs, self.bootstrap, topic, count, self.timeout)
+        else:
+            job = python_job("consume", self.bootstrap, topic, partitions, count, size, self.timeout)
+            r, problem = run_python(peer, job, self.timeout + 60)
+            if r:
+                timed = r.get("timed_count", r.get("count", 0))
+                r["msgs_per_s"] = timed / r["seconds"] if r.get("seconds") else 0.0
+                if r.get("errors") or r.get("bad_size"):
+                    problem = f"errors {r.get('errors')}, wrong sizes {r.get('bad_size')}"
+        if r and not problem and r["count"] != count:
+            problem = f"consumed {r['count']} of {count}"
+        self.record(self.figures("consume", peer, size, partitions, count, repeat, r, problem))
+
+    @staticmethod
+    def figures(kind: str, peer: str, size: int, partitions: int, count: int, repeat: int,
+                r: dict | None, problem: str) -> dict[str, Any]:
+        run: dict[str, Any] = {"kind": kind, "peer": peer, "size": size, "partitions": partitions,
+                               "count": count, "repeat": repeat,
+                               "point": f"{size} B x {partitions} partitions",
+                               "problem": problem, "raw": r or {}}
+        if r and not problem:
+            run["msgs_per_s"] = r["msgs_per_s"]
+            run["mb_per_s"] = r["msgs_per_s"] * size / 1e6
+            timed = r.get("timed_count", r.get("count"))
+            if r.get("cpu_seconds") is not None and timed:
+                # the Python peers' own process, every thread, over the timed window
+                run["cpu_us_per_msg"] = r["cpu_seconds"] / timed * 1e6
+        return run
+
+    def throughput(self, order: list[str], repeat: int) -> None:
+        p = self.args.plan
+        for size in p["sizes"]:
+            count = p["counts"][size]
+            for partitions in p["partitions"]:
+                topics = {peer: self.produce(peer, size, partitions, count, repeat) for peer in order}
+                source = topics.get("rdk") or next((t for t in topics.values() if t), "")
+                for peer in order:
+                    if source:
+                        self.consume(peer, source, size, partitions, count, repeat)
+                    else:
+                        self.record(self.figures("consume", peer, size, partitions, count, repeat,
+                                                 None, "no topic was produced in full"))
+                self.drop(self.produced)
+                self.produced = []
+
+    def drop(self, topics: list[str]) -> None:
+        """Delete topics once measured (1 GiB per throughput point otherwise stays on disk)."""
+        if not topics:
+            return
+        try:
+            self.admin.delete_topics(topics)
+        except Exception as e:  # the disk fills a little sooner, nothing more
+            self.log(f"deleting {topics}: {e}")
+
+    def latency(self, order: list[str], repeat: int) -> None:
+        p = self.args.plan
+        size = 100
+        for rate in p["rates"]:
+            for linger in p["lingers"]:
+                for peer in order:
+                    if peer == JAVA:
+                        continue
+                    topic = self.topic(LATENCY_PARTITIONS, "l")
+                    producer = dict(LIBRDKAFKA_PRODUCER)
+                    if linger == DEFAULT_LINGER:
+                        del producer["linger.ms"]
+                    else:
+                        producer["linger.ms"] = linger
+                    duration = p["duration"]
+                    job = python_job("latency", self.bootstrap, topic, LATENCY_PARTITIONS, 0, size,
+                                     self.timeout, rate=rate, duration=duration,
+                                     warmup=int(rate * duration / 10), wait_ms=100,
+                                     batch=CONSUME_BATCH,
+                                     producer=producer, consumer=dict(LATENCY_CONSUMER))
+                    r, problem = run_python(peer, job, self.timeout + duration + 60)
+                    if r and not problem and r["count"] != r["produced"]:
+                        problem = f"received {r['count']} of {r['produced']}"
+                    run = {"kind": "latency", "peer": peer, "rate": rate, "linger": linger,
+                           "size": size, "partitions": LATENCY_PARTITIONS, "repeat": repeat,
+                           "point": f"{rate}/s linger {linger}", "problem": problem, "raw": r or {}}
+                    if r and not problem:
+                        run.update({k: r[k] for k in ("p50_ms", "p99_ms", "p999_ms")})
+                    self.record(run)
+                    self.drop([topic])
+        topic = self.topic(1, "e2e")
+        r, problem = java_e2e(self.libs, self.bootstrap, topic, p["e2e_records"], size,
+                              self.timeout)
+        run = {"kind": "java_e2e", "peer": JAVA, "size": size, "partitions": 1, "repeat": repeat,
+               "records": p["e2e_records"], "point": "EndToEndLatency", "problem": problem,
+               "raw": r or {}}
+        if r and not problem:
+            run.update({k: r[k] for k in ("p50_ms", "p99_ms", "p999_ms", "rate")})
+        self.record(run)
+
+    def warm_up(self) -> None:
+        """A fresh broker's JVM is still compiling: whoever runs first would pay for it. Each
+        peer produces and consumes 200 000 x 100 B on 4 partitions once, not kept."""
+        self.warming = True
+        for peer in PEERS:
+            topic = self.produce(peer, 100, 4, 200000, -1)
+            if topic:
+                self.consume(peer, topic, 100, 4, 200000, -1)
+        self.drop(self.produced)
+        self.produced = []
+        self.warming = False
+
+    def run(self) -> None:
+        repeats = self.args.plan["repeat"]
+        if not self.args.quick:
+            self.warm_up()
+        for repeat in range(repeats):
+            k = repeat % len(PEERS)
+            order = PEERS[k:] + PEERS[:k]
+            self.log(f"repeat {repeat + 1}/{repeats}, order {order}")
+            if not self.args.latency_only:
+                self.throughput(order, repeat)
+            if not self.args.throughput_only:
+                self.latency(order, repeat)
+        self.admin.close()
+
+
+# ---- summary and tables -------------------------------------------------------------------
+
+def min_med(values: list[float]) -> dict[str, Any]:
+    return {"min": min(values), "median": statistics.median(values), "n": len(values)} if values else {}
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    thr: dict[str, Any] = {}
+    lat: dict[str, Any] = {}
+    for r in runs:
+        if r["kind"] in ("produce", "consume"):
+            key = f"{r['kind']} {r['size']}B {r['partitions']}p"
+            cell = thr.setdefault(key, {"kind": r["kind"], "size": r["size"],
+                                        "partitions": r["partitions"], "peers": {}})
+            peer = cell["peers"].setdefault(r["peer"], {"msgs": [], "mb": [], "cpu": [], "failed": []})
+            if r["problem"]:
+                peer["failed"].append(r["problem"])
+            else:
+                peer["msgs"].append(r["msgs_per_s"])
+                peer["mb"].append(r["mb_per_s"])
+                if "cpu_us_per_msg" in r:
+                    peer["cpu"].append(r["cpu_us_per_msg"])
+        else:
+            key = "java_e2e" if r["kind"] == "java_e2e" else f"{r['rate']}/s linger {r['linger']}"
+            cell = lat.setdefault(key, {"rate": r.get("rate"), "linger": r.get("linger"), "peers": {}})
+            peer = cell["peers"].setdefault(r["peer"], {"p50": [], "p99": [], "p999": [], "failed": []})
+            if r["problem"]:
+                peer["failed"].append(r["problem"])
+            else:
+                for q in ("p50", "p99", "p999"):
+                    peer[q].append(r[f"{q}_ms"])
+    for cell in thr.values():
+        for peer in cell["peers"].values():
+            peer["msgs_per_s"], peer["mb_per_s"] = min_med(peer.pop("msgs")), min_med(peer.pop("mb"))
+            peer["cpu_us_per_msg"] = min_med(peer.pop("cpu"))
+    for cell in lat.values():
+        for peer in cell["peers"].values():
+            for q in ("p50", "p99", "p999"):
+                peer[f"{q}_ms"] = min_med(peer.pop(q))
+    return {"throughput": thr, "latency": lat, "goals": goals(thr, lat)}
+
+
+def _median(cell: dict, peer: str, figure: str) -> float | None:
+    return cell["peers"].get(peer, {}).get(figure, {}).get("median")
+
+
+def goals(thr: dict, lat: dict) -> list[dict[str, Any]]:
+    out = []
+    for key, cell in thr.items():
+        rdk = _median(cell, "rdk", "msgs_per_s")
+        for other, target in ((JAVA, 1.0), ("confluent-kafka", 2.0)):
+            o = _median(cell, other, "msgs_per_s")
+            ratio = rdk / o if rdk and o else None
+            out.append({"goal": f"{key}: rdk >= {target:g} x {other}", "ratio": ratio,
+                        "holds": None if ratio is None else ratio >= target})
+    for key, cell in lat.items():
+        if key == "java_e2e":
+            continue
+        rdk, conf = _median(cell, "rdk", "p99_ms"), _median(cell, "confluent-kafka", "p99_ms")
+        ratio = rdk / conf if rdk is not None and conf else None
+        out.append({"goal": f"latency {key}: rdk p99 <= confluent-kafka p99", "ratio": ratio,
+                    "holds": None if rdk is None or conf is None else rdk <= conf})
+    return out
+
+
+def _num(v: float | None, digits: int = 0) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.{digits}f}".replace(",", " ")
+
+
+def _cell(stats: dict, digits: int = 0) -> str:
+    if not stats:
+        return "failed"
+    return f"{_num(stats['median'], digits)} ({_num(stats['min'], digits)})"
+
+
+def tables(data: dict[str, Any]) -> str:
+    s = data["summary"]
+    out = ["**Throughput** (msgs/s, median (min) of the repeats; MB/s = value bytes / 1e6, median)", "",
+           "| path | size | partitions | rdk | confluent-kafka | Java client | rdk MB/s | confluent MB/s "
+           "| Java MB/s | rdk / Java | rdk / confluent | CPU us/msg rdk | CPU us/msg confluent |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for cell in sorted(s["throughput"].values(), key=lambda c: (c["kind"] != "produce", c["size"],
+                                                                  c["partitions"])):
+        peers = cell["peers"]
+        row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
+        row += [_cell(peers.get(p, {}).get("msgs_per_s", {})) for p in PEERS]
+        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in PEERS]
+        rdk = _median(cell, "rdk", "msgs_per_s")
+        for other in (JAVA, "confluent-kafka"):
+            o = _median(cell, other, "msgs_per_s")
+            row.append(f"{rdk / o:.2f} x" if rdk and o else "-")
+        row += [_num(peers.get(p, {}).get("cpu_us_per_msg", {}).get("median"), 2)
+                for p in ("rdk", "confluent-kafka")]
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "**End-to-end latency** (ms, 100 B, 4 partitions, median (min) of the repeats)", "",
+            "| rate | linger | peer | p50 | p99 | p99.9 |", "|---:|---|---|---:|---:|---:|"]
+    for key, cell in s["latency"].items():
+        if key == "java_e2e":
+            continue
+        linger = cell["linger"]
+        label = ("default (rdk 250, librdkafka 5)" if linger == DEFAULT_LINGER else f"{linger} ms")
+        for peer, st in cell["peers"].items():
+            row = [f"{cell['rate']:,}/s".replace(",", " "), label, peer]
+            row += [_cell(st.get(f"{q}_ms", {}), 2) for q in ("p50", "p99", "p999")]
+            out.append("| " + " | ".join(row) + " |")
+    e2e = s["latency"].get("java_e2e")
+    if e2e:
+        st = e2e["peers"].get(JAVA, {})
+        row = ["one at a time", "0 ms", "Java EndToEndLatency"]
+        row += [_cell(st.get(f"{q}_ms", {}), 2) for q in ("p50", "p99", "p999")]
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "| goal | ratio | holds |", "|---|---:|---|"]
+    for g in s["goals"]:
+        holds = {True: "holds", False: "MISSED", None: "unknown"}[g["holds"]]
+        ratio = "-" if g["ratio"] is None else f"{g['ratio']:.2f}"
+        out.append(f"| {g['goal']} | {ratio} | {holds} |")
+    return "\n".join(out)
+
+
+def machine() -> dict[str, Any]:
+    load = os.getloadavg()
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    return {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in load],
+            "platform": platform.platform(), "python": platform.python_version(),
+            "java": (java.stderr.splitlines() or ["?"])[0]}
+
+
+def settings() -> dict[str, Any]:
+    return {"producer_all": COMMON_PRODUCER, "producer_librdkafka": LIBRDKAFKA_PRODUCER,
+            "producer_java": JAVA_PRODUCER, "consumer_librdkafka": LIBRDKAFKA_CONSUMER,
+            "consumer_java": JAVA_CONSUMER, "latency_consumer_librdkafka": LATENCY_CONSUMER,
+            "java_jvm": JVM_OPTIONS, "send_chunk": SEND_CHUNK, "consume_batch": CONSUME_BATCH}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python bench/java_peer.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny counts, one point each (smoke test)")
+    p.add_argument("--repeat", type=int, default=None, help="runs per point (default 3; quick 1)")
+    p.add_argument("--duration", type=float, default=None,
+                   help="seconds of sending per latency point (default 10; quick 2)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the JSON (default %(default)s)")
+    p.add_argument("--table", action="store_true", help="print the tables of --out and exit")
+    p.add_argument("--throughput-only", action="store_true")
+    p.add_argument("--latency-only", action="store_true")
+    p.add_argument("--rates", default=None, help="latency rates, comma-separated (msgs/s)")
+    p.add_argument("--lingers", default=None,
+                   help="latency linger.ms values, comma-separated; 'default' = the client's own")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
+    p.add_argument("--child", nargs=2, metavar=("PEER", "JOB"), help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.child:
+        child_main(*args.child)
+        return 0
+    if args.table:
+        print(tables(json.loads(args.out.read_text())))
+        return 0
+    from rdk.testing import KafkaCluster, kafka_libs
+
+    args.plan = plan(args.quick, args.duration)
+    if args.repeat:
+        args.plan["repeat"] = args.repeat
+    if args.rates:
+        args.plan["rates"] = [int(r) for r in args.rates.split(",")]
+    if args.lingers:
+        args.plan["lingers"] = [v if v == DEFAULT_LINGER else float(v) for v in args.lingers.split(",")]
+    libs = kafka_libs()
+    started = time.time()
+    before = machine()
+    with KafkaCluster(1) as cluster:
+        bench = Bench(args, cluster, libs)
+        bench.run()
+    data = {"meta": {"quick": args.quick, "repeat": args.plan["repeat"], "plan": args.plan,
+                     "command": " ".join(["python bench/java_peer.py", *(argv or sys.argv[1:])]),
+                     "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+                     "seconds": round(time.time() - started, 1), "machine_before": before,
+                     "machine_after": machine(), "broker": f"Apache Kafka {cluster.version}, "
+                     "1 node KRaft (rdk.testing.KafkaCluster(1))", "settings": settings()},
+            "runs": bench.runs}
+    data["summary"] = summarise(bench.runs)
+    args.out.write_text(json.dumps(data, indent=1))
+    print(tables(data))
+    failed = [r for r in bench.runs if r["problem"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""bench/java_peer.py in quick mode: on one Apache Kafka node it starts itself, rdk,
+confluent-kafka and the Java client (Kafka's ProducerPerformance, ConsumerPerformance and
+EndToEndLatency) each produce a positive figure on every path, and the JSON has the shape the
+table printer reads (never how fast)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "java_peer.py"
+PEERS = ("rdk", "confluent-kafka", "java")
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    pytest.importorskip("confluent_kafka")
+    from rdk.errors import RdkError
+    from rdk.testing import kafka_libs
+
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH (scripts/setup.sh)")
+    try:
+        kafka_libs()
+    except RdkError as e:
+        pytest.skip(str(e))
+    out = tmp_path_factory.mktemp("java_peer") / "java_peer.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=240, cwd=ROOT, check=False)
+    assert out.exists(), f"no JSON written; stderr:\n{done.stderr[-3000:]}"
+    return done, out, json.loads(out.read_text())
+
+
+def test_quick_run_succeeds_and_prints_the_tables(quick):
+    done, _, _ = quick
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| path | size | partitions | rdk | confluent-kafka | Java client |" in done.stdout
+    assert "| rate | linger | peer | p50 | p99 | p99.9 |" in done.stdout
+    assert "| goal | ratio | holds |" in done.stdout
+
+
+def test_every_peer_has_positive_throughput_on_both_paths(quick):
+    _, _, data = quick
+    assert data["meta"]["quick"] is True
+    runs = data["runs"]
+    for kind in ("produce", "consume"):
+        for peer in PEERS:
+            mine = [r for r in runs if r["kind"] == kind and r["peer"] == peer]
+            assert len(mine) == 1, (kind, peer, mine)
+            r = mine[0]
+            assert r["problem"] == "", r
+            assert r["msgs_per_s"] > 0 and r["mb_per_s"] > 0, r
+            assert (r["size"], r["partitions"]) == (100, 4)
+    cells = data["summary"]["throughput"]
+    assert set(cells) == {"produce 100B 4p", "consume 100B 4p"}
+    for cell in cells.values():
+        assert set(cell["peers"]) == set(PEERS)
+        for stats in cell["peers"].values():
+            assert stats["msgs_per_s"]["median"] > 0 and stats["msgs_per_s"]["min"] > 0
+            assert stats["mb_per_s"]["median"] > 0
+
+
+def test_latency_has_every_percentile_for_each_peer_and_the_java_reference(quick):
+    _, _, data = quick
+    lat = [r for r in data["runs"] if r["kind"] == "latency"]
+    assert sorted(r["peer"] for r in lat) == ["confluent-kafka", "rdk"]
+    e2e = [r for r in data["runs"] if r["kind"] == "java_e2e"]
+    assert len(e2e) == 1
+    for r in lat + e2e:
+        assert r["problem"] == "", r
+        assert 0 <= r["p50_ms"] <= r["p99_ms"] <= r["p999_ms"], r
+    for r in lat:
+        assert r["p50_ms"] > 0, r
+    # EndToEndLatency prints whole milliseconds (a fast p50 is 0); its average is exact
+    assert e2e[0]["raw"]["avg_ms"] > 0 and e2e[0]["rate"] > 0
+    for r in lat:
+        assert r["raw"]["count"] == r["raw"]["produced"] > 0
+    assert set(data["summary"]["latency"]) == {"1000/s linger 5", "java_e2e"}
+    assert data["summary"]["goals"], "no goal was checked"
+
+
+def test_table_printer_reads_the_json_alone(quick):
+    _, out, _ = quick
+    done = subprocess.run([sys.executable, str(SCRIPT), "--table", "--out", str(out)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "| produce | 100 B | 4 |" in done.stdout
+    assert "Java EndToEndLatency" in done.stdout
