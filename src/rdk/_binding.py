@@ -132,6 +132,18 @@ def check(err: int, context: str | None = None) -> None:
         raise KafkaError(int(err), context=context)
 
 
+def check_error(error: Any, context: str | None = None) -> None:
+    """Raise (and free) an ``rd_kafka_error_t *`` as KafkaError; nothing for NULL."""
+    if error == ffi.NULL:
+        return
+    try:
+        code = int(lib.rd_kafka_error_code(error))
+        text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
+    finally:
+        lib.rd_kafka_error_destroy(error)
+    raise KafkaError(code, text, context=context)
+
+
 def last_error(context: str | None = None) -> KafkaError:
     """The calling thread's last librdkafka error (legacy API calls that return -1)."""
     return KafkaError(int(lib.rd_kafka_last_error()), context=context)

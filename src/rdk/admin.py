@@ -237,7 +237,7 @@ class Admin:
                     text = _binding.conf_value(name, value).encode()
                 error = lib.rd_kafka_ConfigResource_add_incremental_config(
                     res, name.encode(), op, text)
-                _raise_error(error, f"{context}: {name!r}")
+                _binding.check_error(error, f"{context}: {name!r}")
             array = ffi.new("rd_kafka_ConfigResource_t *[1]", [res])
             ev = self._run_admin(lambda opts, q: lib.rd_kafka_IncrementalAlterConfigs(
                 self._rk, array, 1, opts, q), timeout)
@@ -437,16 +437,6 @@ def check_group_id(group_id: Any) -> str:
     if not group_id:
         raise ValueError("group_id must not be empty")
     return group_id
-
-
-def _raise_error(error: Any, context: str) -> None:
-    """Raise (and free) an rd_kafka_error_t; nothing for NULL."""
-    if error == ffi.NULL:
-        return
-    code = lib.rd_kafka_error_code(error)
-    text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
-    lib.rd_kafka_error_destroy(error)
-    raise KafkaError(code, text, context=context)
 
 
 def _raise_event_error(ev: Any, context: str) -> None:

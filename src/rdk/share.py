@@ -391,8 +391,8 @@ class ShareConsumer:
             lib.rd_kafka_conf_destroy(conf)
             raise ConfigError(ffi.string(errstr).decode(errors="replace"))
         try:
-            _raise_error(lib.rd_kafka_share_set_log_queue(rkshare, ffi.NULL), "set_log_queue")
-            _raise_error(lib.rd_kafka_share_set_acknowledgement_commit_cb(
+            _binding.check_error(lib.rd_kafka_share_set_log_queue(rkshare, ffi.NULL), "set_log_queue")
+            _binding.check_error(lib.rd_kafka_share_set_acknowledgement_commit_cb(
                 rkshare, lib.rdk_share_on_ack, self._handle), "acknowledgement commit callback")
             tpl = lib.rd_kafka_topic_partition_list_new(len(self.topics))
             try:
@@ -812,16 +812,6 @@ def _check_topics(topics: Any) -> list[str]:
     if len(set(names)) != len(names):
         raise ValueError(f"topics: {names!r} names a topic twice")
     return names
-
-
-def _raise_error(error: Any, context: str) -> None:
-    """Raise (and free) an rd_kafka_error_t; nothing for NULL."""
-    if error == ffi.NULL:
-        return
-    code = lib.rd_kafka_error_code(error)
-    text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
-    lib.rd_kafka_error_destroy(error)
-    raise KafkaError(code, text, context=context)
 
 
 def _destroy_handle(rkshare: Any, logger: Any) -> None:

@@ -171,12 +171,12 @@ class _SlotWriter:
                 try:
                     data = encode_messages(
                         messages if k == len(messages) else messages[:k], self.job.format)
-                    written = sys.stdout.buffer.write(data)
+                    taken = sys.stdout.buffer.write(data)
                     sys.stdout.buffer.flush()
-                    if written is not None and written < len(data):
+                    if taken is not None and taken < len(data):
                         # a reader gone mid-batch: BufferedWriter returns the part the pipe
                         # took and drops the EPIPE; none of this batch counts as written
-                        raise BrokenPipeError(f"stdout took {written} of {len(data)} bytes")
+                        raise BrokenPipeError(f"stdout took {taken} of {len(data)} bytes")
                 except (BrokenPipeError, ValueError):  # the reader is gone: stop
                     tally.take(-k)  # not written after all
                     self._end_pool()

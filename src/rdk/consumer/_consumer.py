@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import _binding, _exit, _partitions, offsets, slots, stats
-from .._binding import ffi, lib
+from .._binding import lib
 from .._fetch import GroupFetcher
 from ..errors import ClosedError, ConfigError, KafkaError
 from ..validate import (
@@ -956,12 +956,8 @@ class Consumer:
                 pipeline.restart_partition(partition, offset, topic)
             else:
                 tpl = _partitions.partition_list([(topic, partition, offset)])
-                err = lib.rd_kafka_seek_partitions(client.rk, tpl, 10_000)
-                if err != ffi.NULL:
-                    code = int(lib.rd_kafka_error_code(err))
-                    text = ffi.string(lib.rd_kafka_error_string(err)).decode(errors="replace")
-                    lib.rd_kafka_error_destroy(err)
-                    raise KafkaError(code, text, context=f"seek {topic}[{partition}] to {offset}")
+                _binding.check_error(lib.rd_kafka_seek_partitions(client.rk, tpl, 10_000),
+                                     f"seek {topic}[{partition}] to {offset}")
                 _partitions.partition_list_offsets(tpl, "seek")
             pipeline.set_expected(topic, partition, offset if offset >= 0 else -1)
 

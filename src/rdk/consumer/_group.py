@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._binding import ERROR_CODES, Client, check, ffi, lib
+from .._binding import ERROR_CODES, Client, check, check_error, ffi, lib
 from .._partitions import partition_list, partition_list_offsets
 from ..errors import KafkaError
 from ._batch import Batch
@@ -49,18 +49,6 @@ _COMMIT_TIMEOUT = 10.0
 _POLL_MS = 100
 
 Key = tuple[str, int]  # (topic, partition)
-
-
-def _error(err: Any, context: str) -> None:
-    """Raise (and free) an ``rd_kafka_error_t *`` if there is one."""
-    if err == ffi.NULL:
-        return
-    try:
-        code = int(lib.rd_kafka_error_code(err))
-        text = ffi.string(lib.rd_kafka_error_string(err)).decode(errors="replace")
-    finally:
-        lib.rd_kafka_error_destroy(err)
-    raise KafkaError(code, text, context=context)
 
 
 def _keys(tpl: Any) -> list[Key]:
@@ -195,7 +183,7 @@ class GroupMember:
         ok = False
         if self.thread.is_alive():
             try:
-                _error(lib.rd_kafka_consumer_close_queue(self.client.rk, self.queue),
+                check_error(lib.rd_kafka_consumer_close_queue(self.client.rk, self.queue),
                        "close the group consumer")
                 while time.monotonic() < until:
                     if lib.rd_kafka_consumer_closed(self.client.rk):
@@ -266,7 +254,7 @@ class GroupMember:
 
     def _do_assign(self, tpl: Any) -> None:
         if self.cooperative:
-            _error(lib.rd_kafka_incremental_assign(self.client.rk, tpl), "incremental assign")
+            check_error(lib.rd_kafka_incremental_assign(self.client.rk, tpl), "incremental assign")
         else:
             check(lib.rd_kafka_assign(self.client.rk, tpl), "assign")
 
@@ -292,7 +280,7 @@ class GroupMember:
             self.assigned.difference_update(keys)
         host._group_assigned(keys, False)
         if self.cooperative:
-            _error(lib.rd_kafka_incremental_unassign(self.client.rk, tpl), "incremental unassign")
+            check_error(lib.rd_kafka_incremental_unassign(self.client.rk, tpl), "incremental unassign")
         else:
             check(lib.rd_kafka_assign(self.client.rk, ffi.NULL), "unassign")
         self.logger.info("consumer of %s: revoked %s", host.topic, keys)
