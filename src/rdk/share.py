@@ -86,10 +86,12 @@ class ShareStats:
     Counts since start: ``delivered`` messages handed to the application, of which
     ``accepted``, ``released`` (come back, delivery count + 1) and ``rejected`` (archived);
     ``redelivered`` (delivered with ``delivery_count > 1``); ``ack_errors`` (acknowledgements
-    librdkafka or the broker refused); ``lock_expired_batches`` (batches whose callback ran
+    librdkafka or the broker refused, e.g. INVALID_RECORD_STATE for some acknowledgements
+    sent after the lock ran out); ``lock_expired_batches`` (batches whose callback ran
     past the group's acquisition lock, ``share.record.lock.duration.ms``: their records may
     have gone to another delivery, so their acknowledgements are not counted as accepted,
-    released or rejected; librdkafka 2.15 reports no error for such late acknowledgements);
+    released or rejected; librdkafka 2.15 reports an error for such late acknowledgements only
+    sometimes);
     ``in_flight_batches`` (0 or 1: explicit acknowledgement allows one); ``rdkafka``:
     librdkafka's statistics dict.
     """
@@ -716,10 +718,8 @@ class ShareConsumer:
     def _ack_failed(self, topic: str, partition: int, count: int, err: int) -> None:
         """The broker (or librdkafka) refused ``count`` acknowledgements of a partition."""
         error = KafkaError(err)
-        with self._stats_lock:
+        with self._stats_lock:  # (lock_expired_batches counts batches, from their timing)
             self._counts.ack_errors += count
-            if error.name == "INVALID_RECORD_STATE":
-                self._counts.lock_expired_batches += 1
         hint = (" (the acquisition lock ran out before the callback finished: those records "
                 "go, or went, to another delivery)" if error.name == "INVALID_RECORD_STATE" else "")
         self._log_limited(logging.WARNING, ("ackcommit", topic, partition, err),
