@@ -3,8 +3,9 @@ and resetting share groups) over librdkafka's admin APIs."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from . import _binding, _partitions
@@ -239,17 +240,13 @@ class Admin:
                     res, name.encode(), op, text)
                 _binding.check_error(error, f"{context}: {name!r}")
             array = ffi.new("rd_kafka_ConfigResource_t *[1]", [res])
-            ev = self._run_admin(lambda opts, q: lib.rd_kafka_IncrementalAlterConfigs(
-                self._rk, array, 1, opts, q), timeout)
-            try:
-                _raise_event_error(ev, context)
+            with self._admin_result(lambda opts, q: lib.rd_kafka_IncrementalAlterConfigs(
+                    self._rk, array, 1, opts, q), timeout, context) as ev:
                 cnt = ffi.new("size_t *")
                 resources = lib.rd_kafka_IncrementalAlterConfigs_result_resources(
                     lib.rd_kafka_event_IncrementalAlterConfigs_result(ev), cnt)
                 for i in range(cnt[0]):
                     _raise_resource_error(resources[i], context)
-            finally:
-                lib.rd_kafka_event_destroy(ev)
         finally:
             lib.rd_kafka_ConfigResource_destroy(res)
 
@@ -264,10 +261,8 @@ class Admin:
         context = f"describe_group_config of group {group_id!r}"
         try:
             array = ffi.new("rd_kafka_ConfigResource_t *[1]", [res])
-            ev = self._run_admin(lambda opts, q: lib.rd_kafka_DescribeConfigs(
-                self._rk, array, 1, opts, q), timeout)
-            try:
-                _raise_event_error(ev, context)
+            with self._admin_result(lambda opts, q: lib.rd_kafka_DescribeConfigs(
+                    self._rk, array, 1, opts, q), timeout, context) as ev:
                 cnt = ffi.new("size_t *")
                 resources = lib.rd_kafka_DescribeConfigs_result_resources(
                     lib.rd_kafka_event_DescribeConfigs_result(ev), cnt)
@@ -282,8 +277,6 @@ class Admin:
                             out[ffi.string(lib.rd_kafka_ConfigEntry_name(entries[j])).decode()] = \
                                 ffi.string(value).decode(errors="replace")
                 return dict(sorted(out.items()))
-            finally:
-                lib.rd_kafka_event_destroy(ev)
         finally:
             lib.rd_kafka_ConfigResource_destroy(res)
 
@@ -299,10 +292,8 @@ class Admin:
         context = f"delete_share_group of group {group_id!r}"
         try:
             array = ffi.new("rd_kafka_DeleteGroup_t *[1]", [request])
-            ev = self._run_admin(lambda opts, q: lib.rd_kafka_DeleteGroups(
-                self._rk, array, 1, opts, q), timeout)
-            try:
-                _raise_event_error(ev, context)
+            with self._admin_result(lambda opts, q: lib.rd_kafka_DeleteGroups(
+                    self._rk, array, 1, opts, q), timeout, context) as ev:
                 cnt = ffi.new("size_t *")
                 groups = lib.rd_kafka_DeleteGroups_result_groups(
                     lib.rd_kafka_event_DeleteGroups_result(ev), cnt)
@@ -315,8 +306,6 @@ class Admin:
                         continue
                     text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
                     raise KafkaError(code, text, context=context)
-            finally:
-                lib.rd_kafka_event_destroy(ev)
         finally:
             lib.rd_kafka_DeleteGroup_destroy(request)
 
@@ -364,6 +353,18 @@ class Admin:
                     msg = lib.rd_kafka_topic_result_error_string(t)
                     text = ffi.string(msg).decode(errors="replace") if msg != ffi.NULL else None
                     raise KafkaError(terr, text, context=f"topic {name!r}")
+        finally:
+            lib.rd_kafka_event_destroy(ev)
+
+    @contextlib.contextmanager
+    def _admin_result(self, call: Callable[[Any, Any], None], timeout: float,
+                      context: str) -> Iterator[Any]:
+        """The result event of an admin request (``_run_admin``), after raising the whole
+        request's error; freed on leaving."""
+        ev = self._run_admin(call, timeout)
+        try:
+            _raise_event_error(ev, context)
+            yield ev
         finally:
             lib.rd_kafka_event_destroy(ev)
 
