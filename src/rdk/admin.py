@@ -4,6 +4,7 @@ and resetting share groups) over librdkafka's admin APIs."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -11,7 +12,14 @@ from typing import Any, NamedTuple
 from . import _binding, _partitions
 from ._binding import ERROR_CODES, PartitionMetadata, TopicMetadata, check, ffi, lib
 from .errors import KafkaError
-from .validate import check_broker, check_int, check_options, check_topic_name, check_wait
+from .validate import (
+    check_broker,
+    check_int,
+    check_logger,
+    check_options,
+    check_topic_name,
+    check_wait,
+)
 
 __all__ = ["Admin", "PartitionMetadata", "TopicMetadata"]
 
@@ -49,7 +57,10 @@ def _check_timeout(value: Any, name: str = "timeout") -> float:
 
 class Admin:
     """Topic admin, metadata and group admin: ``Admin(broker, driver_options=None, *,
-    oauth_cb=None)``.
+    oauth_cb=None, logger=None)``.
+
+    librdkafka's log lines go to ``logger`` (default: the ``rdk`` logger), as for Producer and
+    Consumer.
 
     ``oauth_cb(sasl.oauthbearer.config) -> (token, expiry_epoch_seconds[, principal[,
     extensions]])`` supplies SASL/OAUTHBEARER tokens (confluent-kafka's name and shape; it runs
@@ -60,13 +71,15 @@ class Admin:
     """
 
     def __init__(self, broker: str, driver_options: Mapping[str, Any] | None = None, *,
-                 oauth_cb: Callable[[str], Any] | None = None) -> None:
+                 oauth_cb: Callable[[str], Any] | None = None,
+                 logger: logging.Logger | None = None) -> None:
         check_broker(broker)
         # a metadata lookup must not create the topic it asks about
         self._props = {"bootstrap.servers": broker, "allow.auto.create.topics": False,
                        **check_options(driver_options, "driver_options")}
         self._oauth_cb = oauth_cb
-        self._client = _binding.Client("producer", self._props, oauth_cb=oauth_cb)
+        self._logger = check_logger(logger)
+        self._client = _binding.Client("producer", self._props, oauth_cb=oauth_cb, logger=logger)
         self._fetch_client: _binding.Client | None = None
 
     # -- topics ------------------------------------------------------------------
@@ -172,7 +185,7 @@ class Admin:
             self._fetch_client = _binding.Client(
                 "consumer", {"fetch.wait.max.ms": 10, **self._props,
                              "enable.partition.eof": True, "auto.offset.reset": "earliest"},
-                oauth_cb=self._oauth_cb)
+                oauth_cb=self._oauth_cb, logger=self._logger)
         marks = _partitions.true_watermarks(self._client, topic, [partition], timeout,
                                             fetch_client=self._fetch_client)
         return marks[partition]

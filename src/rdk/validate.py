@@ -12,6 +12,7 @@ and every message names the argument (``stats_callback must be callable, got int
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -262,3 +263,10 @@ def check_topic_pattern(pattern: Any, what: str = "topic") -> str:
     if reason is not None:
         raise ValueError(f"{what} pattern {pattern!r}: {reason}")
     return pattern
+
+
+def check_logger(logger: Any) -> logging.Logger | logging.LoggerAdapter | None:
+    """``logger`` itself (None allowed); TypeError naming it when it is not a logger."""
+    if logger is not None and not isinstance(logger, (logging.Logger, logging.LoggerAdapter)):
+        raise TypeError(f"logger must be a logging.Logger, got {type(logger).__name__}")
+    return logger

@@ -179,6 +179,7 @@ table(TypeError, [
     ("Consumer: commit_on_error as str", lambda e: e.consumer(commit_on_error="yes"),
      r"commit_on_error"),
     ("Consumer: logger as str", lambda e: e.consumer(logger="rdk"), r"logger"),
+    ("Admin: logger as str", lambda e: Admin(e.b, logger="rdk"), r"logger must be a logging.Logger"),
     ("Consumer: loop that is not a loop", lambda e: e.consumer(loop="x"), r"loop"),
     ("Consumer: offset_store without read/commit", lambda e: e.consumer(offset_store=object()),
      r"offset_store"),

@@ -27,6 +27,7 @@ from ..validate import (
     check_bootstrap_rule,
     check_broker,
     check_callable,
+    check_logger,
     check_choice,
     check_int,
     check_options,
@@ -150,7 +151,7 @@ class Consumer:
         self._on_assign, self._on_revoke = on_assign, on_revoke
         self._receive_callback = check_callable(receive_callback, "receive_callback")
         self._stats_callback = check_callable(stats_callback, "stats_callback")
-        self.logger = _check_logger(logger)
+        self.logger = check_logger(logger) or log
         self.max_messages_per_callback = check_int(
             max_messages_per_callback, "max_messages_per_callback", minimum=1, maximum=1_000_000)
         self.statistics_interval_ms = check_int(
@@ -1012,14 +1013,6 @@ def _check_topics(topic: Any, group: bool) -> tuple[list[str], str | None]:
     if len(set(names)) != len(names):
         raise ValueError(f"topic: {names!r} names a topic twice")
     return names, None
-
-
-def _check_logger(logger: Any) -> logging.Logger | logging.LoggerAdapter:
-    if logger is None:
-        return log
-    if not isinstance(logger, (logging.Logger, logging.LoggerAdapter)):
-        raise TypeError(f"logger must be a logging.Logger, got {type(logger).__name__}")
-    return logger
 
 
 def _offset_store(store: Any, directory: str | os.PathLike | None, topic: str) -> tuple[Any, Any]:
