@@ -442,7 +442,7 @@ class Client:
         props: Mapping[str, Any],
         topic_props: Mapping[str, Any] | None = None,
         *,
-        logger: logging.Logger | None = None,
+        logger: logging.Logger | logging.LoggerAdapter | None = None,
         on_deliveries: Callable[[Any], None] | None = None,
         on_stats: Callable[[dict], None] | None = None,
         on_error: Callable[[KafkaError], None] | None = None,
