@@ -3,7 +3,7 @@
 # Debian packages, the pinned librdkafka in .deps/, Apache Kafka's jars in .deps/kafka-<version>/libs
 # (for rdk.testing.KafkaCluster), Spark's JVM Kafka connector in .deps/spark-sql-kafka-<version>/jars,
 # a virtual environment in .venv with rdk installed editable
-# plus its test, spark and bench extras.
+# plus its test, spark, bench and docs extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,7 +70,7 @@ stale=0
 for f in "${inputs[@]}"; do [[ $f -nt $stamp ]] && stale=1; done
 if ((stale)); then
   .venv/bin/python -m pip install -q --upgrade pip setuptools wheel "cffi>=1.17"
-  .venv/bin/python -m pip install -q --no-build-isolation -e ".[test,spark,bench]"
+  .venv/bin/python -m pip install -q --no-build-isolation -e ".[test,spark,bench,docs]"
   touch "$stamp"
 fi
 .venv/bin/python -c 'import rdk; print("setup: rdk", rdk.__version__, "with librdkafka", rdk.librdkafka_version())'
