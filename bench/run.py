@@ -821,7 +821,7 @@ def table(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> str:
 
 
 def markdown(summary: dict, scenarios: list[Scenario], brokers: list[str]) -> str:
-    """The figures as a Markdown table (what README's Performance section shows)."""
+    """The figures as a Markdown table (what docs/performance.md shows)."""
     head = ["broker", "scenario", "contender", "msgs/s", "MB/s", "x confluent", "x native C",
             "CPU us/msg", "p50 / p99 ms", "peak RSS MiB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "--:|" * (len(head) - 3)]
@@ -1128,7 +1128,7 @@ def build_parser(prog: str = "python bench/run.py") -> argparse.ArgumentParser:
                    help="also write a matplotlib PNG (default bench/results.png; the scale "
                         "family's sweeps: bench/scale.png)")
     p.add_argument("--markdown", type=Path, default=None,
-                   help="also write the figures as a Markdown table (for README.md)")
+                   help="also write the figures as a Markdown table (for docs/performance.md)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
     return p
 

@@ -16,7 +16,7 @@ mock cluster keeps only ~5 MiB per partition, too little for 100 MB) or ``RDK_BR
 
 With ``--master spark://HOST:PORT`` (a standalone cluster, e.g. scripts/spark-cluster.sh
 start's), the same queries run there too, after local mode, and both are reported side by
-side; executors get rdk from the packed environment of README's recipe (``--archive``, or
+side; executors get rdk from the packed environment of the recipe of docs/guide/spark.md (``--archive``, or
 scripts/spark-cluster.sh env). The naive way is measured in local mode only: its read is
 on the driver wherever Spark runs.
 
@@ -44,7 +44,7 @@ from rdk.mock import start_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
-# README's client-mode recipe, shared with the main job
+# the client-mode recipe of docs/guide/spark.md, shared with the main job
 from spark_pipeline import ship_rdk, unpack_for_driver  # noqa: E402
 
 PARTITIONS = 4

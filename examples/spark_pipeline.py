@@ -19,7 +19,7 @@ the session gets its jars (``spark.jars``) and step 2b reads the click topic wit
 Without ``RDK_BROKERS`` it starts a Tansu broker (``--broker mock``: librdkafka's mock
 cluster in its own process); the work directory (checkpoints, offset files) is temporary
 unless ``--workdir`` is given. Spark runs in ``local[2]`` unless ``--master`` names a
-standalone cluster: then executors get rdk from the packed environment of README's recipe
+standalone cluster: then executors get rdk from the packed environment of the recipe of docs/guide/spark.md
 (``scripts/spark-cluster.sh env``, or ``--archive``), shipped with ``spark.archives``.
 """
 
@@ -142,7 +142,7 @@ def spark_session(master: str = "local[2]", workdir: str = ".", archive: str | N
 
 
 def unpack_for_driver(archive: str | None, workdir: str) -> str:
-    """README's client-mode recipe from inside Python: the driver's JVM starts
+    """the client-mode recipe of docs/guide/spark.md from inside Python: the driver's JVM starts
     ./env/bin/python too (the data source's planning), relative to ITS working directory, so
     the packed environment is unpacked in ``workdir`` and we move there; call this before
     the first SparkSession starts the JVM. Returns the archive (None: scripts/spark-cluster.sh

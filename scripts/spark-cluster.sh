@@ -157,7 +157,7 @@ wheel() {
   return 1
 }
 
-# README's recipe: a venv with the wheel and pyarrow, packed with venv-pack (once per wheel).
+# the recipe of docs/guide/spark.md: a venv with the wheel and pyarrow, packed with venv-pack (once per wheel).
 pack_env() {
   local whl sum
   mkdir -p "$envdir"

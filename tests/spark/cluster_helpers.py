@@ -2,7 +2,7 @@
 
 As a module (tests/spark/test_cluster.py): ``Cluster`` starts and stops
 scripts/spark-cluster.sh, builds the packed environment and runs ``spark-submit`` exactly
-as README's shipping recipe says (client mode: the archive shipped with ``--archives
+as the shipping recipe of docs/guide/spark.md says (client mode: the archive shipped with ``--archives
 rdk-env.tar.gz#env``, ``spark.pyspark.python=./env/bin/python``, and the same archive
 unpacked as ``./env`` in the directory spark-submit runs in).
 
@@ -54,7 +54,7 @@ class Cluster:
         return done.stdout.strip()
 
     def start(self) -> None:
-        # README's recipe: the wheel, a venv with it and pyarrow, venv-pack -p
+        # the recipe of docs/guide/spark.md: the wheel, a venv with it and pyarrow, venv-pack -p
         self.archive = self.script("env", timeout=900).splitlines()[-1]
         self.url = self.script("start").splitlines()[-1]
         # client mode: the driver starts ./env/bin/python too (the data source's planning)

@@ -1,6 +1,6 @@
 """rdkafka on a Spark standalone cluster (scripts/spark-cluster.sh: a master, two workers).
 
-Every job goes through README's shipping recipe: the wheel, a venv packed with venv-pack,
+Every job goes through the shipping recipe of docs/guide/spark.md: the wheel, a venv packed with venv-pack,
 shipped with ``--archives``, submitted in client mode (the only deploy mode standalone
 Spark allows for Python applications). The jobs are in cluster_helpers.py; the broker is
 the session's Tansu, on 127.0.0.1 like the cluster.

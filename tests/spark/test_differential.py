@@ -163,7 +163,7 @@ def test_available_now_stream_with_max_offsets_per_trigger(spark, kafka_cluster,
     assert sum(results["kafka"][1]) == total, results["kafka"][1]
     assert results["kafka"][0] == results["rdkafka"][0]
     assert results["kafka"][2] == results["rdkafka"][2]  # the same rows in the end
-    # KNOWN DIFFERENCE (listed in the report / README): how maxOffsetsPerTrigger is shared.
+    # KNOWN DIFFERENCE (listed in docs/guide/spark.md): how maxOffsetsPerTrigger is shared.
     # Spark's connector gives each partition floor(limit * lag / total lag) (ceil when below 1),
     # so it may admit fewer rows than the limit (here 3 of 5: three partitions with equal
     # backlog get 1 each); rdkafka shares the limit by backlog with the largest remainders
