@@ -1,4 +1,5 @@
-"""The main job (README's first command), examples/spark_pipeline.py, runs to the end on both embedded brokers."""
+"""The main job (README's first command), examples/spark_pipeline.py, runs to the end on both
+embedded brokers."""
 
 from __future__ import annotations
 
