@@ -11,7 +11,12 @@ py=.venv/bin/python
 case "${1:-build}" in
   build)
     "$py" scripts/plots.py
-    "$py" -m mkdocs build --strict --quiet --site-dir "${2:-site}"
+    # not --quiet: in quiet mode mkdocs drops warnings before --strict counts them
+    log=$(mktemp); trap 'rm -f "$log"' EXIT
+    if ! "$py" -m mkdocs build --strict --site-dir "${2:-site}" >"$log" 2>&1; then
+      grep -v '^INFO' "$log" >&2; echo "docs: the strict build failed" >&2; exit 1
+    fi
+    grep -v '^INFO' "$log" >&2 || true
     echo "docs: built into ${2:-site}/"
     ;;
   serve)

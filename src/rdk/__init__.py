@@ -30,6 +30,7 @@ from .stats import ConsumerStats, PartitionStats
 from .transactions import GroupMetadata, TransactionalOffsetStore
 
 __version__ = "0.1.0"
+"""rdk's version."""
 
 __all__ = [
     "Admin",

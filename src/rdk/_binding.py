@@ -248,6 +248,23 @@ def validate_options(props: Mapping[str, Any], what: str = "driver_options") -> 
 
 
 class PartitionMetadata:
+    """One partition in [rdk.admin.TopicMetadata][]'s ``partitions``.
+
+    Args:
+        id: The partition number.
+        leader: The leader's broker id (-1: none).
+        replicas: The broker ids of the replicas.
+        isrs: The broker ids of the in-sync replicas.
+        error: The partition's metadata error, or None.
+
+    Attributes:
+        id: The partition number.
+        leader: The leader's broker id (-1: none).
+        replicas: The broker ids of the replicas.
+        isrs: The broker ids of the in-sync replicas.
+        error: The partition's metadata error ([rdk.KafkaError][]), or None.
+    """
+
     __slots__ = ("error", "id", "isrs", "leader", "replicas")
 
     def __init__(self, id: int, leader: int, replicas: list[int], isrs: list[int],
@@ -260,6 +277,19 @@ class PartitionMetadata:
 
 
 class TopicMetadata:
+    """One topic of [rdk.Admin.list_topics][].
+
+    Args:
+        name: The topic name.
+        partitions: Its partitions.
+        error: The topic's metadata error, or None.
+
+    Attributes:
+        name: The topic name.
+        partitions: Its [rdk.admin.PartitionMetadata][], one per partition.
+        error: The topic's metadata error ([rdk.KafkaError][]), or None.
+    """
+
     __slots__ = ("error", "name", "partitions")
 
     def __init__(self, name: str, partitions: list[PartitionMetadata], error: KafkaError | None):

@@ -69,7 +69,15 @@ def exit_timeout() -> float:
 def set_exit_timeout(seconds: float) -> None:
     """Set how long rdk may spend at interpreter exit closing what is still open (10 s by
     default, or ``RDK_EXIT_TIMEOUT``). 0 stops everything at once: in-flight callbacks are
-    not waited for and queued messages are purged (and reported as not delivered)."""
+    not waited for and queued messages are purged (and reported as not delivered).
+
+    Args:
+        seconds: The time allowed at exit, finite and >= 0.
+
+    Raises:
+        TypeError: ``seconds`` is not a number.
+        ValueError: ``seconds`` is negative, inf or nan.
+    """
     global _timeout
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"seconds must be a number, got {type(seconds).__name__}")

@@ -68,6 +68,17 @@ class Admin:
     authentication or TLS failure (``_AUTHENTICATION``, ``_SSL``...) as soon as librdkafka
     reports one, naming the broker, instead of waiting out its timeout.
     Usable as a context manager; ``close()`` is idempotent.
+
+    Args:
+        broker: Comma-separated ``host:port`` list (an optional ``scheme://`` prefix is allowed).
+        driver_options: librdkafka global properties, verbatim.
+        oauth_cb: SASL/OAUTHBEARER token source (see above); None: librdkafka's own.
+        logger: Logger for librdkafka's log lines. None: the ``rdk`` logger.
+
+    Raises:
+        TypeError: An argument of the wrong type (the message names it).
+        ValueError: A malformed ``broker``.
+        rdk.ConfigError: A property librdkafka refuses.
     """
 
     def __init__(self, broker: str, driver_options: Mapping[str, Any] | None = None, *,
@@ -94,6 +105,20 @@ class Admin:
 
         With ``exist_ok=True`` a topic that already exists is not an error.
         Raises KafkaError naming the first topic that failed, with librdkafka's text.
+
+        Args:
+            topics: ``{name: partitions}``, or ``(name, partitions, replication, config)``
+                tuples (trailing items may be left out; None or -1: the broker's default;
+                ``config``: a dict of topic properties).
+            exist_ok: Whether a topic that already exists is fine.
+            timeout: Seconds to wait for the brokers.
+
+        Raises:
+            rdk.KafkaError: The first topic that failed, the whole request, ``_TIMED_OUT``, or an
+                authentication failure.
+            TypeError: A malformed spec or argument.
+            ValueError: An illegal topic name or count, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
         """
         timeout = _check_timeout(timeout)
         specs = _topic_specs(topics)
@@ -116,7 +141,19 @@ class Admin:
                 lib.rd_kafka_NewTopic_destroy(nt)
 
     def delete_topics(self, names: Iterable[str], *, timeout: float = 30.0) -> None:
-        """Delete topics; KafkaError names the first that failed."""
+        """Delete topics; KafkaError names the first that failed.
+
+        Args:
+            names: Topic names (a single str is one topic).
+            timeout: Seconds to wait for the brokers.
+
+        Raises:
+            rdk.KafkaError: The first topic that failed (e.g. ``UNKNOWN_TOPIC_OR_PART``), the
+                whole request, ``_TIMED_OUT``, or an authentication failure.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+            rdk.ClosedError: After ``close()``.
+        """
         timeout = _check_timeout(timeout)
         names = list(names) if not isinstance(names, str) else [names]
         for n in names:
@@ -131,7 +168,19 @@ class Admin:
     def create_partitions(self, totals: Mapping[str, int], *, timeout: float = 30.0) -> None:
         """Grow topics to ``{name: new total partition count}`` (Kafka only adds partitions:
         a total at or below the current count is refused by the broker, INVALID_PARTITIONS).
-        Raises KafkaError naming the first topic that failed, with librdkafka's text."""
+        Raises KafkaError naming the first topic that failed, with librdkafka's text.
+
+        Args:
+            totals: ``{topic: new total partition count}``.
+            timeout: Seconds to wait for the brokers.
+
+        Raises:
+            rdk.KafkaError: The first topic that failed (e.g. ``INVALID_PARTITIONS``), the whole
+                request, ``_TIMED_OUT``, or an authentication failure.
+            TypeError: ``totals`` is not a dict, a count is not an int.
+            ValueError: An illegal topic name, a count below 1, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         timeout = _check_timeout(timeout)
         if not isinstance(totals, Mapping):
             raise TypeError("create_partitions: expected {topic: new total partition count}, "
@@ -157,7 +206,22 @@ class Admin:
                 lib.rd_kafka_NewPartitions_destroy(np)
 
     def list_topics(self, timeout: float = 10.0) -> list[TopicMetadata]:
-        """Every topic with its partitions' leader, replicas and ISR."""
+        """Every topic with its partitions' leader, replicas and ISR.
+
+        Internal topics (names starting with ``__``) are left out.
+
+        Args:
+            timeout: Seconds to wait for the metadata.
+
+        Returns:
+            [rdk.admin.TopicMetadata][] of each topic, sorted by name.
+
+        Raises:
+            rdk.KafkaError: No metadata within ``timeout``, or an authentication failure.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+            rdk.ClosedError: After ``close()``.
+        """
         timeout = _check_timeout(timeout)
         return sorted(
             (t for t in self._client.metadata(None, timeout) if not t.name.startswith("__")),
@@ -165,6 +229,21 @@ class Admin:
         )
 
     def partition_count(self, topic: str, timeout: float = 10.0) -> int:
+        """Number of partitions of ``topic``.
+
+        Args:
+            topic: The topic name.
+            timeout: Seconds to wait for the metadata.
+
+        Returns:
+            The topic's partition count.
+
+        Raises:
+            rdk.KafkaError: ``UNKNOWN_TOPIC_OR_PART``, or no metadata within ``timeout``.
+            TypeError: ``topic`` is not a str, or ``timeout`` not a number.
+            ValueError: An illegal topic name, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_topic_name(topic)
         timeout = _check_timeout(timeout)
         return self._client.partition_count(topic, timeout)
@@ -176,6 +255,20 @@ class Admin:
         ListOffsets(latest) is not trusted alone: Tansu answers the last record batch's
         base offset + 1. A short fetch from just below that answer returns the Fetch
         response's high watermark, which is right everywhere.
+
+        Args:
+            topic: The topic name.
+            partition: The partition number, >= 0.
+            timeout: Seconds to wait for the answers.
+
+        Returns:
+            ``(low, high)``: the first offset and the offset after the last message.
+
+        Raises:
+            rdk.KafkaError: No answer within ``timeout``, an unknown topic or partition.
+            TypeError: An argument of the wrong type.
+            ValueError: An illegal topic name, a negative partition or ``timeout``.
+            rdk.ClosedError: After ``close()``.
         """
         check_topic_name(topic)
         timeout = _check_timeout(timeout)
@@ -191,7 +284,22 @@ class Admin:
         return marks[partition]
 
     def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
-        """(low, high) exactly as the broker's ListOffsets answers them."""
+        """(low, high) exactly as the broker's ListOffsets answers them.
+
+        Args:
+            topic: The topic name.
+            partition: The partition number, >= 0.
+            timeout: Seconds to wait for the answer.
+
+        Returns:
+            ``(low, high)`` as the broker reports them.
+
+        Raises:
+            rdk.KafkaError: No answer within ``timeout``, an unknown topic or partition.
+            TypeError: An argument of the wrong type.
+            ValueError: An illegal topic name, a negative partition or ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
         timeout = _check_timeout(timeout)
@@ -201,7 +309,22 @@ class Admin:
     def offsets_for_times(
         self, topic: str, timestamps: Mapping[int, int], timeout: float = 10.0
     ) -> dict[int, int]:
-        """For each partition, the earliest offset whose timestamp is >= the given ms (-1: none)."""
+        """For each partition, the earliest offset whose timestamp is >= the given ms (-1: none).
+
+        Args:
+            topic: The topic name.
+            timestamps: ``{partition: milliseconds since the epoch}``.
+            timeout: Seconds to wait for the answer.
+
+        Returns:
+            ``{partition: offset}``; -1 where no message is that recent.
+
+        Raises:
+            rdk.KafkaError: The lookup failed (e.g. ``_TIMED_OUT``, an unknown partition).
+            TypeError: ``timestamps`` is not a dict of int to int.
+            ValueError: An illegal topic name, a negative partition, timestamp or ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_topic_name(topic)
         timeout = _check_timeout(timeout)
         if not isinstance(timestamps, Mapping):
@@ -229,7 +352,21 @@ class Admin:
         ``{"share.record.lock.duration.ms": 5000}`` for a share group (within the broker's
         ``group.share.min/max.record.lock.duration.ms``). The group need not exist yet.
         Raises KafkaError with the broker's text (``INVALID_CONFIG`` for an unknown name or a
-        value out of bounds)."""
+        value out of bounds).
+
+        Args:
+            group_id: The group's id.
+            configs: ``{name: value}``; a value of None removes the group's own setting.
+            timeout: Seconds to wait for the broker.
+
+        Raises:
+            rdk.KafkaError: The broker refused (e.g. ``INVALID_CONFIG``), ``_TIMED_OUT``, or an
+                authentication failure.
+            TypeError: ``group_id`` is not a str, ``configs`` not a dict, a name not a
+                non-empty str.
+            ValueError: An empty ``group_id``, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_group_id(group_id)
         timeout = _check_timeout(timeout)
         if not isinstance(configs, Mapping):
@@ -267,7 +404,21 @@ class Admin:
         """The group's configuration, ``{name: value}`` (DescribeConfigs on the GROUP
         resource): the group's own settings and the broker's defaults for the rest, e.g.
         ``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
-        ``share.delivery.count.limit``. A group that does not exist gets the defaults."""
+        ``share.delivery.count.limit``. A group that does not exist gets the defaults.
+
+        Args:
+            group_id: The group's id.
+            timeout: Seconds to wait for the broker.
+
+        Returns:
+            ``{name: value}``, sorted by name.
+
+        Raises:
+            rdk.KafkaError: The broker refused, ``_TIMED_OUT``, or an authentication failure.
+            TypeError: ``group_id`` is not a str, or ``timeout`` not a number.
+            ValueError: An empty ``group_id``, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_group_id(group_id)
         timeout = _check_timeout(timeout)
         res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
@@ -298,7 +449,20 @@ class Admin:
         """Delete a share group and its progress (DeleteGroups, which Kafka 4.x applies to
         share groups too; any other group kind is deleted the same way). The group must have
         no members: ``NON_EMPTY_GROUP`` otherwise. ``GROUP_ID_NOT_FOUND`` unless
-        ``missing_ok``. The group's configuration (``alter_group_config``) is kept."""
+        ``missing_ok``. The group's configuration (``alter_group_config``) is kept.
+
+        Args:
+            group_id: The group's id.
+            missing_ok: Whether a group that does not exist is fine.
+            timeout: Seconds to wait for the broker.
+
+        Raises:
+            rdk.KafkaError: ``NON_EMPTY_GROUP``, ``GROUP_ID_NOT_FOUND`` (unless
+                ``missing_ok``), ``_TIMED_OUT``, or an authentication failure.
+            TypeError: ``group_id`` is not a str, or ``timeout`` not a number.
+            ValueError: An empty ``group_id``, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_group_id(group_id)
         timeout = _check_timeout(timeout)
         request = lib.rd_kafka_DeleteGroup_new(group_id.encode())
@@ -328,7 +492,20 @@ class Admin:
         AlterShareGroupOffsets, so this deletes the group's progress (``delete_share_group``,
         which needs a group without members; a group that does not exist is fine) and sets
         its ``share.auto.offset.reset``: the next member starts every partition there.
-        A specific offset per partition is not possible this way."""
+        A specific offset per partition is not possible this way.
+
+        Args:
+            group_id: The share group's id.
+            to: ``"earliest"``, ``"latest"`` or ``"by_duration:<ISO-8601 duration>"``.
+            timeout: Seconds to wait for each of the two requests.
+
+        Raises:
+            rdk.KafkaError: ``NON_EMPTY_GROUP`` (the group has members), a refused config,
+                ``_TIMED_OUT``, or an authentication failure.
+            TypeError: ``group_id`` is not a str, or ``timeout`` not a number.
+            ValueError: An empty ``group_id``, a bad ``to``, a negative ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
         check_group_id(group_id)
         if not isinstance(to, str) or not (to in ("earliest", "latest")
                                            or to.startswith("by_duration:")):

@@ -35,6 +35,15 @@ class Producer:
 
     ``send`` never blocks the event loop: with ``on_queue_full="block"`` the wait for
     room runs in the loop's default executor. ``async with`` stops the producer.
+
+    Args:
+        broker: Comma-separated ``host:port`` list.
+        **options: The keyword arguments of [rdk.Producer][].
+
+    Raises:
+        TypeError: As [rdk.Producer][] (an unknown option included).
+        ValueError: As [rdk.Producer][].
+        rdk.ConfigError: As [rdk.Producer][].
     """
 
     def __init__(self, broker: str, **options: Any) -> None:
@@ -42,7 +51,7 @@ class Producer:
 
     @property
     def producer(self) -> _producer.Producer:
-        """The underlying synchronous rdk.Producer."""
+        """The underlying synchronous [rdk.Producer][]."""
         return self._producer
 
     async def send(
@@ -58,6 +67,22 @@ class Producer:
         Returns ``Delivery(delivered, failures)``; ``failures`` lists ``(rdk.Message,
         KafkaError)`` for every message not delivered, including any the queue refused
         (``on_queue_full="drop"``). ``on_queue_full="raise"`` raises QueueFullError here.
+
+        Args:
+            topic: The topic name.
+            partition: The partition (>= 0), or None to let the balancer choose.
+            payloads: A list of messages, as [rdk.Producer.send][] takes them.
+            timeout: Seconds to wait for room or a partition count; None waits without limit.
+
+        Returns:
+            The call's [rdk.aio.Delivery][].
+
+        Raises:
+            rdk.QueueFullError: The queue is full under ``on_queue_full="raise"``.
+            TypeError: As [rdk.Producer.send][].
+            ValueError: As [rdk.Producer.send][].
+            rdk.KafkaError: As [rdk.Producer.send][].
+            rdk.ClosedError: After ``stop()``.
         """
         loop = asyncio.get_running_loop()
         fut: asyncio.Future = loop.create_future()
@@ -76,17 +101,55 @@ class Producer:
 
     async def flush(self, timeout: float = 15.0) -> FlushResult:
         """Wait up to ``timeout`` for every enqueued message to settle (``rdk.Producer.flush``):
-        returns a ``FlushResult``, the messages not delivered (``.queued`` + ``.failed``)."""
+        returns a ``FlushResult``, the messages not delivered (``.queued`` + ``.failed``).
+
+        Args:
+            timeout: Seconds to wait.
+
+        Returns:
+            An [rdk.FlushResult][] (0: every message was delivered).
+
+        Raises:
+            rdk.ClosedError: After ``stop()``.
+            rdk.KafkaError: A current authentication failure.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+        """
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.flush, timeout)
 
     async def partition_count(self, topic: str, timeout: float = 10.0) -> int:
-        """Number of partitions of ``topic`` (KafkaError UNKNOWN_TOPIC_OR_PART if missing)."""
+        """Number of partitions of ``topic`` (KafkaError UNKNOWN_TOPIC_OR_PART if missing).
+
+        Args:
+            topic: The topic name.
+            timeout: Seconds to wait for the metadata.
+
+        Returns:
+            The topic's partition count.
+
+        Raises:
+            rdk.KafkaError: ``UNKNOWN_TOPIC_OR_PART``, or no metadata within ``timeout``.
+            rdk.ClosedError: After ``stop()``.
+            TypeError: ``topic`` is not a str, or ``timeout`` not a number.
+            ValueError: An illegal topic name, a negative ``timeout``.
+        """
         return await asyncio.get_running_loop().run_in_executor(
             None, self._producer.partition_count, topic, timeout)
 
     async def stop(self, timeout: float = 15.0) -> FlushResult:
         """Drain and close (``rdk.Producer.stop``); returns a ``FlushResult``, the messages not
-        delivered (``.queued`` + ``.failed``; 0: all delivered)."""
+        delivered (``.queued`` + ``.failed``; 0: all delivered).
+
+        Args:
+            timeout: Seconds to wait in all.
+
+        Returns:
+            An [rdk.FlushResult][]: the messages not delivered.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+        """
         return await asyncio.get_running_loop().run_in_executor(None, self._producer.stop, timeout)
 
     async def __aenter__(self) -> Producer:
@@ -101,7 +164,11 @@ class Producer:
 
 class Batch:
     """A batch from ``rdk.aio.Consumer``: ``rdk.Batch``'s ``messages``, ``topic``, ``offsets``,
-    ``repeats`` and ``misses``, and ``await batch.commit()``."""
+    ``repeats`` and ``misses``, and ``await batch.commit()``.
+
+    Args:
+        batch: The [rdk.Batch][] it wraps (rdk.aio.Consumer makes them).
+    """
 
     __slots__ = ("_batch",)
 
@@ -110,10 +177,12 @@ class Batch:
 
     @property
     def messages(self) -> list[Message]:
+        """The batch's [rdk.Message][]s."""
         return self._batch.messages
 
     @property
     def topic(self) -> str:
+        """The topic of the batch's messages."""
         return self._batch.topic
 
     @property
@@ -123,15 +192,22 @@ class Batch:
 
     @property
     def repeats(self) -> int:
+        """kafka-native's count, as [rdk.Batch][]'s ``repeats``."""
         return self._batch.repeats
 
     @property
     def misses(self) -> int:
+        """kafka-native's count, as [rdk.Batch][]'s ``misses``."""
         return self._batch.misses
 
     async def commit(self) -> None:
         """Record this batch as processed (``rdk.Batch.commit``: never blocks; the offsets are
-        written by the consumer's committer thread). ClosedError once the consumer stopped."""
+        written by the consumer's committer thread). ClosedError once the consumer stopped.
+
+        Raises:
+            rdk.ClosedError: The consumer is stopped (the batch is delivered again after a
+                restart).
+        """
         self._batch.commit()
 
     def __len__(self) -> int:
@@ -147,18 +223,32 @@ class Batch:
 class Consumer:
     """``rdk.aio.Consumer(broker, topic, offset_directory=None, **options)``: the keyword
     options of ``rdk.Consumer`` (``group_id``, ``num_workers``/``worker_slot``,
-    ``stats_callback``, ``start_offset``...), consumed by iteration instead of a callback::
+    ``stats_callback``, ``start_offset``...), consumed by iteration instead of a callback:
 
-        async with rdk.aio.Consumer(brokers, "events", "./offsets") as consumer:
-            async for batch in consumer:
-                await handle(batch.messages)
-                await batch.commit()
+    ```python
+    async with rdk.aio.Consumer(brokers, "events", "./offsets") as consumer:
+        async for batch in consumer:
+            await handle(batch.messages)
+            await batch.commit()
+    ```
 
     The consumer starts on the first iteration (the partition lookup runs in the executor).
     A batch's offsets are recorded on ``await batch.commit()`` or when the next batch is
     asked for; leaving ``async with`` (or ``await stop()``) records every committed batch's
     offsets and never an uncommitted one's. A task cancelled while it waits for a batch
     loses nothing: the batch it was waiting for is the next one returned.
+
+    Args:
+        broker: Comma-separated ``host:port`` list.
+        topic: A topic name, a list of names, or a ``"^regex"`` (group mode).
+        offset_directory: Directory of the offset files, as [rdk.Consumer][]'s.
+        **options: The keyword arguments of [rdk.Consumer][] except ``receive_callback``.
+
+    Raises:
+        TypeError: ``receive_callback`` was given, or as [rdk.Consumer][].
+        ValueError: As [rdk.Consumer][].
+        rdk.ConfigError: As [rdk.Consumer][].
+        rdk.OffsetFileError: As [rdk.Consumer][].
     """
 
     def __init__(self, broker: str, topic: str | list[str], offset_directory: Any = None,
@@ -172,12 +262,21 @@ class Consumer:
 
     @property
     def consumer(self) -> _consumer.Consumer:
-        """The underlying synchronous rdk.Consumer (partitions, assignment, last_stats...)."""
+        """The underlying synchronous [rdk.Consumer][] (partitions, assignment, last_stats...)."""
         return self._consumer
 
     def batches(self, timeout: float | None = None) -> AsyncIterator[Batch]:
         """``async for batch in consumer.batches(timeout=5)``: ends when no batch arrives
-        within ``timeout`` seconds (None: never), or after ``stop()``."""
+        within ``timeout`` seconds (None: never), or after ``stop()``.
+
+        Args:
+            timeout: Seconds to wait for the next batch before the iteration ends; None waits
+                until ``stop()``.
+
+        Returns:
+            An async iterator of [rdk.aio.Batch][]; it raises what [rdk.Consumer.batches][]
+            raises.
+        """
         return self._iterate(timeout)
 
     def __aiter__(self) -> AsyncIterator[Batch]:
@@ -198,27 +297,58 @@ class Consumer:
             yield Batch(batch)
 
     def pause(self) -> None:
-        """``rdk.Consumer.pause``: stop fetching and delivering (memory stays bounded)."""
+        """[rdk.Consumer.pause][]: stop fetching and delivering (memory stays bounded).
+
+        Raises:
+            rdk.ClosedError: The consumer is stopped.
+        """
         self._consumer.pause()
 
     def resume(self) -> None:
+        """[rdk.Consumer.resume][]: fetch and deliver again after ``pause()``.
+
+        Raises:
+            rdk.ClosedError: The consumer is stopped.
+        """
         self._consumer.resume()
 
     @property
     def paused(self) -> bool:
+        """True between ``pause()`` and ``resume()``."""
         return self._consumer.paused
 
     def seek(self, topic_or_partition: int | tuple[str, int], offset: int | str) -> None:
-        """``rdk.Consumer.seek``."""
+        """[rdk.Consumer.seek][]: fetch a partition again from ``offset``.
+
+        Args:
+            topic_or_partition: A partition number (one-topic consumer) or a
+                ``(topic, partition)`` pair.
+            offset: An int >= 0, or ``"earliest"``/``"latest"``.
+
+        Raises:
+            ValueError: The partition is not assigned, or a bad ``offset``.
+            TypeError: As [rdk.Consumer.seek][].
+            RuntimeError: The consumer was not started.
+            rdk.ClosedError: The consumer is stopped.
+        """
         self._consumer.seek(topic_or_partition, offset)
 
     @property
     def error(self) -> Any:
+        """The KafkaError that stopped the consumer, if any."""
         return self._consumer.error
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop (``rdk.Consumer.stop``) without blocking the loop: committed batches' offsets
-        are written, uncommitted ones are read again after a restart."""
+        are written, uncommitted ones are read again after a restart.
+
+        Args:
+            timeout: Seconds to wait in all.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+        """
         await asyncio.get_running_loop().run_in_executor(None, self._consumer.stop, timeout)
 
     async def __aenter__(self) -> Consumer:

@@ -30,6 +30,13 @@ class KafkaError(RdkError):
     ``code`` is librdkafka's ``rd_kafka_resp_err_t`` value, ``name`` its name without the
     ``RD_KAFKA_RESP_ERR_`` prefix (``UNKNOWN_TOPIC_OR_PART``, ``_MSG_TIMED_OUT``...),
     ``description`` librdkafka's text (or a more specific one from the call that failed).
+
+    Args:
+        code: librdkafka's ``rd_kafka_resp_err_t`` value.
+        description: The error's text. None: librdkafka's text for ``code``.
+        fatal: Whether the client is unusable after this error.
+        retriable: Whether the failed call may be repeated. None: librdkafka's table says.
+        context: What failed (e.g. ``"start()"``); prefixes the message. None: no prefix.
     """
 
     def __init__(
@@ -42,12 +49,18 @@ class KafkaError(RdkError):
         context: str | None = None,
     ) -> None:
         self.code = int(code)
+        """librdkafka's ``rd_kafka_resp_err_t`` value."""
         name, text, can_retry = _describe(self.code)
         self.name = name
+        """The code's name without ``RD_KAFKA_RESP_ERR_``, e.g. ``UNKNOWN_TOPIC_OR_PART``."""
         self.description = description or text
+        """librdkafka's text, or a more specific one from the call that failed."""
         self.fatal = bool(fatal)
+        """True when the client that reported it is unusable."""
         self.retriable = can_retry if retriable is None else retriable
+        """True when the failed call may be repeated."""
         self.context = context
+        """What failed (e.g. ``"start()"``), or None."""
         prefix = f"{context}: " if context else ""
         super().__init__(f"{prefix}{self.name}: {self.description}")
 
@@ -81,12 +94,19 @@ class QueueFullError(RdkError):
 
     ``enqueued`` says how many of the call's messages were enqueued (a prefix is not
     guaranteed: librdkafka reports per message), ``failed_indices`` which were not.
+
+    Args:
+        message: The error message.
+        enqueued: How many of the call's messages were enqueued.
+        failed_indices: Positions in the call's ``payloads`` of the messages not enqueued.
     """
 
     def __init__(self, message: str, enqueued: int, failed_indices: list[int]) -> None:
         super().__init__(message)
         self.enqueued = enqueued
+        """How many of the call's messages were enqueued."""
         self.failed_indices = failed_indices
+        """Positions in the call's ``payloads`` of the messages not enqueued."""
 
 
 class OffsetFileError(RdkError, ValueError):
@@ -108,6 +128,14 @@ class TransactionError(KafkaError):
     ``transactional_id``): stop it and create a new one. ``txn_requires_abort``: the current
     transaction cannot commit; call ``abort_transaction()`` and start again. ``retriable``:
     the same call may be repeated (e.g. a commit that timed out).
+
+    Args:
+        code: librdkafka's ``rd_kafka_resp_err_t`` value.
+        description: The error's text. None: librdkafka's text for ``code``.
+        fatal: Whether the producer is unusable.
+        retriable: Whether the call may be repeated. None: librdkafka's table says.
+        txn_requires_abort: Whether the transaction must be aborted.
+        context: The call that failed; prefixes the message. None: no prefix.
     """
 
     def __init__(
@@ -122,6 +150,7 @@ class TransactionError(KafkaError):
     ) -> None:
         super().__init__(code, description, fatal=fatal, retriable=retriable, context=context)
         self.txn_requires_abort = bool(txn_requires_abort)
+        """True when the current transaction cannot commit: call ``abort_transaction()``."""
 
     def __reduce__(self):
         return (

@@ -26,6 +26,16 @@ class Message(tuple):
     tombstone), ``key``, ``headers`` (list of ``(name, value)``; None when absent),
     ``timestamp`` (ms since the epoch), and, on consumed messages, ``topic``,
     ``partition`` and ``offset`` (None on messages built for sending).
+
+    Args:
+        value: The value: bytes, bytearray, memoryview, str (sent as UTF-8), or None (a
+            tombstone).
+        key: The key, or None.
+        headers: ``[(name, value)]`` headers, or None.
+        timestamp: Milliseconds since the epoch. None: the producer's time of sending.
+        topic: Set by rdk on consumed messages.
+        partition: Set by rdk on consumed messages.
+        offset: Set by rdk on consumed messages.
     """
 
     __slots__ = ()
@@ -44,13 +54,21 @@ class Message(tuple):
         return tuple.__new__(cls, (value, key, headers, timestamp, topic, partition, offset))
 
     value = _tuplegetter(0, "The message value (kafka-native: payload).")
+    """The message value (kafka-native: payload)."""
     payload = _tuplegetter(0, "Same as value (kafka-native's name).")
+    """Same as value (kafka-native's name)."""
     key = _tuplegetter(1, "The message key (bytes), or None.")
+    """The message key (bytes), or None."""
     headers = _tuplegetter(2, "List of (name, value) headers, or None.")
+    """List of (name, value) headers, or None."""
     timestamp = _tuplegetter(3, "Milliseconds since the epoch, or None.")
+    """Milliseconds since the epoch, or None."""
     topic = _tuplegetter(4, "Topic of a consumed message (None on messages built for sending).")
+    """Topic of a consumed message (None on messages built for sending)."""
     partition = _tuplegetter(5, "Partition of a consumed message.")
+    """Partition of a consumed message."""
     offset = _tuplegetter(6, "Offset of a consumed message.")
+    """Offset of a consumed message."""
 
     def __repr__(self) -> str:
         v = self[0]

@@ -11,12 +11,12 @@ runs: a byte range of the topic's one lock file ``.<topic>.lock`` (Linux open-fi
 locks, ``F_OFD_SETLK``: held per open file, so two consumers in one process exclude each other
 too; released when the file is closed or the process ends). Its range holds the holder's pid.
 One file per topic, not per partition: creating 2,048 lock files cost a consumer's start a
-second. :func:`is_locked` lets tools such as ``rdk offsets set`` refuse to write under a
+second. [is_locked][rdk.offsets.is_locked] lets tools such as ``rdk offsets set`` refuse to write under a
 running consumer.
 
 Any object with ``read(partitions) -> {partition: last_processed}`` and
-``commit({partition: last_processed})`` can keep progress instead (:class:`OffsetStore`);
-:class:`BrokerOffsetStore` commits it to Kafka's group coordinator.
+``commit({partition: last_processed})`` can keep progress instead ([OffsetStore][rdk.offsets.OffsetStore]);
+[BrokerOffsetStore][rdk.offsets.BrokerOffsetStore] commits it to Kafka's group coordinator.
 """
 
 from __future__ import annotations
@@ -104,7 +104,21 @@ def offset_file_name(topic: str, partition: int) -> str:
 
 
 def offset_file_path(directory: str | os.PathLike, topic: str, partition: int) -> Path:
-    """The offset file of ``topic``/``partition`` in ``directory``."""
+    """The offset file of ``topic``/``partition`` in ``directory``.
+
+    Args:
+        directory: The offset directory.
+        topic: A legal Kafka topic name.
+        partition: The partition number, >= 0.
+
+    Returns:
+        ``<directory>/<topic>-<partition>.offset`` (the file need not exist).
+
+    Raises:
+        TypeError: ``topic`` is not a str, or ``partition`` not an int.
+        ValueError: An illegal topic name, a negative partition, or a file name longer
+            than 255 bytes.
+    """
     return Path(directory) / offset_file_name(topic, partition)
 
 
@@ -169,7 +183,18 @@ def _symlink_error(path: str | os.PathLike) -> OffsetFileError:
 
 
 def read_offset_file(path: str | os.PathLike) -> int | None:
-    """The last processed offset stored in ``path``; None if the file does not exist."""
+    """The last processed offset stored in ``path``; None if the file does not exist.
+
+    Args:
+        path: The offset file.
+
+    Returns:
+        The stored offset (-1: nothing processed yet), or None when there is no such file.
+
+    Raises:
+        rdk.OffsetFileError: The file is empty, corrupt, too large, a symbolic link, or
+            cannot be read.
+    """
     try:
         fd = _open_no_symlink(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -185,15 +210,26 @@ def read_offset_file(path: str | os.PathLike) -> int | None:
 
 
 class OffsetFile(NamedTuple):
-    """One offset file found by :func:`list_offset_files`."""
+    """One offset file found by [list_offset_files][rdk.offsets.list_offset_files]."""
 
     topic: str
+    """The topic, from the file name."""
     partition: int
+    """The partition, from the file name."""
     path: Path
+    """The file's path."""
 
 
 def list_offset_files(directory: str | os.PathLike, topic: str | None = None) -> list[OffsetFile]:
-    """The offset files in ``directory`` (optionally of one topic), sorted by topic, partition."""
+    """The offset files in ``directory`` (optionally of one topic), sorted by topic, partition.
+
+    Args:
+        directory: The offset directory; one that does not exist has no files.
+        topic: Only this topic's files. None: every topic's.
+
+    Returns:
+        An [rdk.offsets.OffsetFile][] per file named ``<topic>-<partition>.offset``.
+    """
     found = []
     try:
         names = os.listdir(directory)
@@ -212,7 +248,19 @@ def list_offset_files(directory: str | os.PathLike, topic: str | None = None) ->
 
 
 def ensure_directory(directory: str | os.PathLike) -> Path:
-    """Create ``directory`` if missing and prove it writable; OffsetFileError otherwise."""
+    """Create ``directory`` if missing and prove it writable; OffsetFileError otherwise.
+
+    Args:
+        directory: The offset directory.
+
+    Returns:
+        ``directory`` as a ``Path``.
+
+    Raises:
+        TypeError: ``directory`` is not a str or path.
+        ValueError: ``directory`` is empty.
+        rdk.OffsetFileError: It is not a directory, or not writable.
+    """
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"offset_directory must be a str or path, got {type(directory).__name__}")
     path = Path(directory)
@@ -283,6 +331,20 @@ def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mappin
     disk (one ``fsync`` each, or for more than ``SYNCFS_MIN_FILES`` files one ``syncfs``
     of the file system), each is renamed over its offset file and the directory is fsynced
     once. A crash at any moment leaves every file with its old or its new value.
+
+    Args:
+        directory: The offset directory (it must exist).
+        topic: A legal Kafka topic name.
+        offsets: ``{partition: last processed offset}``, each offset -1 to 2**63 - 1.
+
+    Returns:
+        The number of ``fsync``/``syncfs`` calls made.
+
+    Raises:
+        TypeError: A partition or offset that is not an int.
+        ValueError: An illegal topic name, a partition or offset out of range (nothing is
+            written then).
+        rdk.OffsetFileError: An offset file is a symbolic link, or writing failed.
     """
     directory = Path(directory)
     names = {}
@@ -328,7 +390,19 @@ def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mappin
 
 
 def write_offset_file(directory: str | os.PathLike, topic: str, partition: int, offset: int) -> None:
-    """Atomically store ``offset`` as the last processed offset of ``topic``/``partition``."""
+    """Atomically store ``offset`` as the last processed offset of ``topic``/``partition``.
+
+    Args:
+        directory: The offset directory (it must exist).
+        topic: A legal Kafka topic name.
+        partition: The partition number, >= 0.
+        offset: The last processed offset, -1 (nothing processed) to 2**63 - 1.
+
+    Raises:
+        TypeError: ``partition`` or ``offset`` is not an int.
+        ValueError: An illegal topic name, a partition or offset out of range.
+        rdk.OffsetFileError: The offset file is a symbolic link, or writing failed.
+    """
     write_offset_files(directory, topic, {partition: offset})
 
 
@@ -336,6 +410,19 @@ def remove_temp_files(directory: str | os.PathLike, topic: str, partitions: Iter
     """Delete temp files a killed writer left for these partitions; returns how many.
 
     Call it only while holding the partitions' locks (then no writer is active).
+
+    Args:
+        directory: The offset directory.
+        topic: A legal Kafka topic name.
+        partitions: The partitions whose temp files to delete.
+
+    Returns:
+        How many temp files were deleted.
+
+    Raises:
+        TypeError: ``topic`` is not a str, or a partition not an int.
+        ValueError: An illegal topic name, a negative partition, or a file name longer
+            than 255 bytes.
     """
     directory = Path(directory)
     offset_names = [offset_file_name(topic, p) for p in partitions]
@@ -384,12 +471,25 @@ class PartitionLock:
 
     The lock file stays in place (removing it would race with other lockers); the locks are
     held by the open file, so they end with ``release()`` or with the process.
+
+    Args:
+        directory: The offset directory (it must exist).
+        topic: A legal Kafka topic name.
+        partitions: The partitions to lock (none: nothing is locked).
+
+    Raises:
+        rdk.LockedError: Another consumer (in any process, this one included) holds one of
+            the partitions; nothing stays locked then.
+        rdk.OffsetFileError: The lock file cannot be opened or locked.
+        TypeError: ``topic`` is not a str, or a partition not an int.
+        ValueError: An illegal or too long topic name, a negative partition.
     """
 
     def __init__(self, directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> None:
         self.directory = Path(directory)
         self.topic = check_topic_name(topic)
         self.partitions = sorted(set(partitions))
+        """The locked partitions, sorted."""
         self._fd: int | None = None
         if not self.partitions:
             return
@@ -421,6 +521,7 @@ class PartitionLock:
 
     @property
     def held(self) -> bool:
+        """True until ``release()`` (always True for an empty set of partitions)."""
         return self._fd is not None or not self.partitions
 
     def release(self) -> None:
@@ -437,12 +538,40 @@ class PartitionLock:
 
 
 def lock_partitions(directory: str | os.PathLike, topic: str, partitions: Iterable[int]) -> PartitionLock:
-    """Lock the partitions' offset files (LockedError if another consumer has any of them)."""
+    """Lock the partitions' offset files (LockedError if another consumer has any of them).
+
+    Args:
+        directory: The offset directory (it must exist).
+        topic: A legal Kafka topic name.
+        partitions: The partitions to lock.
+
+    Returns:
+        The held [rdk.offsets.PartitionLock][]; ``release()`` it (or use ``with``).
+
+    Raises:
+        rdk.LockedError: Another consumer holds one of the partitions.
+        rdk.OffsetFileError: The lock file cannot be opened or locked.
+        TypeError: ``topic`` is not a str, or a partition not an int.
+        ValueError: An illegal or too long topic name, a negative partition.
+    """
     return PartitionLock(directory, topic, partitions)
 
 
 def is_locked(directory: str | os.PathLike, topic: str, partition: int) -> bool:
-    """True while a consumer (in any process, this one included) holds the partition's lock."""
+    """True while a consumer (in any process, this one included) holds the partition's lock.
+
+    Args:
+        directory: The offset directory.
+        topic: A legal Kafka topic name.
+        partition: The partition number, >= 0.
+
+    Returns:
+        Whether the partition is locked now.
+
+    Raises:
+        TypeError: ``topic`` is not a str, or ``partition`` not an int.
+        ValueError: An illegal or too long topic name, a negative partition.
+    """
     _check_partition(partition)
     path = _lock_file_path(directory, topic)
     try:
@@ -468,25 +597,59 @@ class OffsetStore(Protocol):
     """
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
-        """``{partition: last_processed_offset}`` for the partitions that have one."""
+        """``{partition: last_processed_offset}`` for the partitions that have one.
+
+        Args:
+            partitions: The partitions asked about: ints, or ``(topic, partition)`` keys for
+                a consumer of several topics.
+
+        Returns:
+            The last processed offset of each partition that has stored progress.
+        """
         ...
 
     def commit(self, offsets: Mapping[int, int]) -> None:
-        """Durably store ``{partition: last_processed_offset}``."""
+        """Durably store ``{partition: last_processed_offset}``.
+
+        Args:
+            offsets: The last processed offset per partition (only those that changed).
+        """
         ...
 
 
 class FileOffsetStore:
-    """kafka-native's offset files for one topic in ``directory`` (the Consumer's default)."""
+    """kafka-native's offset files for one topic in ``directory`` (the Consumer's default).
+
+    Args:
+        directory: The offset directory, created if missing.
+        topic: A legal Kafka topic name short enough for offset file names.
+
+    Raises:
+        TypeError: ``directory`` is not a str or path, ``topic`` not a str.
+        ValueError: An illegal or too long topic name, an empty ``directory``.
+        rdk.OffsetFileError: ``directory`` is not a directory, or not writable.
+    """
 
     def __init__(self, directory: str | os.PathLike, topic: str) -> None:
         self.topic = check_topic_fits(topic)
         self.directory = ensure_directory(directory)
         #: since creation: commits (flushes), offset files written, fsync/syncfs calls made
         self.flushes = self.files_written = self.sync_calls = 0
+        """Counters since creation: ``flushes`` (commits), ``files_written`` (offset files
+        written) and ``sync_calls`` (``fsync``/``syncfs`` calls made)."""
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
-        """One directory scan, then only the files that exist are opened."""
+        """One directory scan, then only the files that exist are opened.
+
+        Args:
+            partitions: The partitions asked about.
+
+        Returns:
+            ``{partition: last processed offset}`` of the partitions that have a file.
+
+        Raises:
+            rdk.OffsetFileError: An offset file is corrupt or cannot be read.
+        """
         try:
             present = set(os.listdir(self.directory))
         except FileNotFoundError:
@@ -501,7 +664,16 @@ class FileOffsetStore:
         return found
 
     def commit(self, offsets: Mapping[int, int]) -> None:
-        """Write the offsets that changed (callers pass only those), in one pass."""
+        """Write the offsets that changed (callers pass only those), in one pass.
+
+        Args:
+            offsets: ``{partition: last processed offset}``.
+
+        Raises:
+            TypeError: A partition or offset that is not an int.
+            ValueError: A partition or offset out of range (nothing is written then).
+            rdk.OffsetFileError: Writing failed.
+        """
         self.sync_calls += write_offset_files(self.directory, self.topic, offsets)
         self.files_written += len(offsets)
         self.flushes += 1
@@ -525,6 +697,21 @@ class BrokerOffsetStore:
     assigning partitions by worker slot (the group is never joined). Kafka stores the *next*
     offset to read; this store converts to and from kafka-native's last-processed offsets.
     Used alone, give ``broker`` and ``topic``.
+
+    Args:
+        group_id: The consumer group whose committed offsets hold the progress.
+        broker: Comma-separated ``host:port`` list. None: given by the Consumer (``bind``).
+        topic: The topic. None: given by the Consumer (``bind``); give both or neither.
+        driver_options: librdkafka properties of the store's client.
+        timeout: Seconds ``read()`` keeps asking a coordinator that is not ready yet; ``inf``
+            waits without a practical limit.
+
+    Raises:
+        TypeError: ``group_id`` is not a str, only one of ``broker``/``topic``, or another
+            argument of the wrong type.
+        ValueError: An empty ``group_id``, a negative ``timeout``, a malformed ``broker`` or
+            topic name.
+        rdk.ConfigError: A property librdkafka refuses.
     """
 
     def __init__(
@@ -554,7 +741,19 @@ class BrokerOffsetStore:
 
     def bind(self, *, topic: str, broker: str, driver_options: Mapping[str, Any] | None = None,
              logger: logging.Logger | None = None) -> None:
-        """Connect to ``broker`` for ``topic`` (the Consumer calls this at start())."""
+        """Connect to ``broker`` for ``topic`` (the Consumer calls this at start()).
+
+        Args:
+            topic: The topic whose progress the store keeps.
+            broker: Comma-separated ``host:port`` list.
+            driver_options: librdkafka properties of the store's client.
+            logger: Logger for librdkafka's log lines. None: the ``rdk`` logger.
+
+        Raises:
+            ValueError: Bound to another topic already, a malformed ``broker`` or topic name.
+            TypeError: An argument of the wrong type.
+            rdk.ConfigError: A property librdkafka refuses.
+        """
         check_broker(broker)
         check_topic_name(topic)
         options = check_options(driver_options, "driver_options")
@@ -573,6 +772,22 @@ class BrokerOffsetStore:
         return self._client, self.topic
 
     def read(self, partitions: Sequence[int]) -> dict[int, int]:
+        """The group's committed offsets, as last processed offsets.
+
+        A coordinator that is not ready yet is asked again until ``timeout``.
+
+        Args:
+            partitions: The partitions asked about.
+
+        Returns:
+            ``{partition: last processed offset}`` of the partitions with a commit.
+
+        Raises:
+            RuntimeError: Not bound to a broker and topic.
+            rdk.KafkaError: The offsets could not be fetched.
+            TypeError: A partition that is not an int.
+            ValueError: A negative partition.
+        """
         client, topic = self._bound()
         for p in partitions:
             _check_partition(p)
@@ -597,6 +812,17 @@ class BrokerOffsetStore:
             return {p: offset - 1 for (_, p), offset in committed.items() if offset >= 0}
 
     def commit(self, offsets: Mapping[int, int]) -> None:
+        """Commit ``{partition: last processed offset}`` to the group (as next offsets).
+
+        Args:
+            offsets: ``{partition: last processed offset}``, each -1 to 2**63 - 1.
+
+        Raises:
+            RuntimeError: Not bound to a broker and topic.
+            rdk.KafkaError: The commit failed.
+            TypeError: A partition or offset that is not an int.
+            ValueError: A partition or offset out of range.
+        """
         client, topic = self._bound()
         if not offsets:
             return
@@ -609,6 +835,7 @@ class BrokerOffsetStore:
         partition_list_offsets(tpl, context)
 
     def close(self) -> None:
+        """Free the store's client (idempotent); ``bind`` may connect again."""
         client, self._client = self._client, None
         if client is not None:
             client.close()
@@ -634,10 +861,19 @@ class OffsetCommitter:
     of offset files per commit costs a bounded share of a core; ``flush()`` and ``close()``
     commit at once. A failing commit is logged and retried (the
     values stay pending, newer ones replace them) until ``close()``.
+
+    Args:
+        store: The [rdk.offsets.OffsetStore][] commits go to.
+        logger: Where failed commits are logged.
+        name: The committer thread's name.
+        min_interval: Least seconds between the starts of two commits.
+        max_cpu_share: Largest share of a core the commits may take (e.g. 0.05). None: no bound.
     """
 
     RETRY_SECONDS = 0.5
+    """Seconds before a failed commit is tried again."""
     MAX_INTERVAL = 10.0  # the CPU share bound never spaces commits further apart than this
+    """The CPU share bound never spaces commits further apart than this many seconds."""
 
     def __init__(self, store: Any, logger: logging.Logger | logging.LoggerAdapter, name: str = "rdk-offsets",
                  min_interval: float = 0.0, max_cpu_share: float | None = None) -> None:
@@ -647,7 +883,9 @@ class OffsetCommitter:
         self.max_cpu_share = max_cpu_share
         self._gap = self.min_interval  # the pause owed after the last commit
         self.committed: dict[int, int] = {}
+        """The offsets the store has taken, per partition."""
         self.last_error: BaseException | None = None
+        """The exception of the last failed commit; None once a commit succeeds."""
         self._pending: dict[int, int] = {}
         self._writing = False
         self._closing = False
@@ -659,6 +897,11 @@ class OffsetCommitter:
         self._thread.start()
 
     def record(self, offsets: Mapping[int, int]) -> None:
+        """Queue offsets for the next commit; never blocks on I/O. Ignored once closed.
+
+        Args:
+            offsets: ``{partition: last processed offset}``; newer values replace pending ones.
+        """
         if not offsets:
             return
         with self._cond:
@@ -669,6 +912,7 @@ class OffsetCommitter:
 
     @property
     def pending(self) -> dict[int, int]:
+        """The recorded offsets not yet committed."""
         with self._cond:
             return dict(self._pending)
 
@@ -721,7 +965,14 @@ class OffsetCommitter:
         return max(self.min_interval, min(self.MAX_INTERVAL, cpu_seconds / self.max_cpu_share))
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Commit what is recorded now and wait for it; False if ``timeout`` passed first."""
+        """Commit what is recorded now and wait for it; False if ``timeout`` passed first.
+
+        Args:
+            timeout: Seconds to wait; None waits until done.
+
+        Returns:
+            True when nothing is pending any more.
+        """
         with self._cond:
             self._urgent += 1
             self._cond.notify_all()
@@ -731,7 +982,14 @@ class OffsetCommitter:
                 self._urgent -= 1
 
     def close(self, timeout: float | None = None) -> bool:
-        """Commit what is pending (up to ``timeout``), then end the thread. True if all was stored."""
+        """Commit what is pending (up to ``timeout``), then end the thread. True if all was stored.
+
+        Args:
+            timeout: Seconds to wait; None waits until done.
+
+        Returns:
+            True when every recorded offset was stored.
+        """
         with self._cond:
             self._closing = True
             self._cond.notify_all()

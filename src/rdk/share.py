@@ -64,12 +64,13 @@ _SYSLOG_TO_LOGGING = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
 
 
 class ShareMessage(Message):
-    """A :class:`rdk.Message` from a share group, with ``delivery_count`` (1 on the first
+    """A [rdk.Message][] from a share group, with ``delivery_count`` (1 on the first
     delivery; the broker counts every acquisition, so a released or timed-out record comes
     back with one more). Still a tuple: built at C speed like every consumed Message."""
 
     __slots__ = ()
     delivery_count = _tuplegetter(7, "How many times the broker has delivered this record.")
+    """How many times the broker has delivered this record (1 on the first delivery)."""
 
     def __reduce__(self):
         return (_rebuild_share, (tuple(self),))
@@ -97,30 +98,43 @@ class ShareStats:
     """
 
     delivered: int = 0
+    """Messages handed to the application since start."""
     accepted: int = 0
+    """Messages acknowledged as processed."""
     released: int = 0
+    """Messages given back (delivered again with ``delivery_count + 1``)."""
     rejected: int = 0
+    """Messages refused for good (archived by the broker)."""
     redelivered: int = 0
+    """Messages delivered with ``delivery_count > 1``."""
     ack_errors: int = 0
+    """Acknowledgements librdkafka or the broker refused."""
     lock_expired_batches: int = 0
+    """Batches whose callback ran past the group's acquisition lock."""
     in_flight_batches: int = 0
+    """Batches being processed now: 0 or 1."""
     rdkafka: dict = field(default_factory=dict)
+    """librdkafka's statistics dict, as of the last statistics interval."""
 
 
 class ShareBatch:
     """One delivery of a share group: what ``receive_callback(info)`` gets.
 
-    ``messages`` (list of :class:`ShareMessage`, each with ``delivery_count``).
+    ``messages`` (list of [ShareMessage][rdk.ShareMessage], each with ``delivery_count``).
     ``accept(m)``, ``release(m)`` (deliver again, maybe to another member) and ``reject(m)``
     (never again) settle single messages before the batch ends; what is left is accepted
     when the callback returns (or its Future/awaitable completes) and released when it
     raises. Settling a message twice, or one of another batch: ValueError.
+
+    Args:
+        messages: The batch's messages (rdk builds batches; applications receive them).
     """
 
     __slots__ = ("_done", "_index", "_lock", "_settled", "_types", "messages")
 
     def __init__(self, messages: list[ShareMessage]) -> None:
         self.messages = messages
+        """The batch's [rdk.ShareMessage][]s."""
         self._types = bytearray(len(messages))  # 0: not settled yet, else ACCEPT/RELEASE/REJECT
         self._index: dict[int, int] | None = None  # id(message) -> row (made on first use)
         self._lock = threading.Lock()
@@ -128,15 +142,39 @@ class ShareBatch:
         self._settled = threading.Event()  # batches(): the application moved on
 
     def accept(self, message: Message) -> None:
-        """Acknowledge ``message`` as processed."""
+        """Acknowledge ``message`` as processed.
+
+        Args:
+            message: A message of this batch.
+
+        Raises:
+            ValueError: ``message`` is not of this batch, is settled already, or the batch is
+                acknowledged already.
+        """
         self._set(message, ACCEPT)
 
     def release(self, message: Message) -> None:
-        """Give ``message`` back: the broker delivers it again (delivery count + 1)."""
+        """Give ``message`` back: the broker delivers it again (delivery count + 1).
+
+        Args:
+            message: A message of this batch.
+
+        Raises:
+            ValueError: ``message`` is not of this batch, is settled already, or the batch is
+                acknowledged already.
+        """
         self._set(message, RELEASE)
 
     def reject(self, message: Message) -> None:
-        """Refuse ``message`` for good: the broker archives it and never delivers it again."""
+        """Refuse ``message`` for good: the broker archives it and never delivers it again.
+
+        Args:
+            message: A message of this batch.
+
+        Raises:
+            ValueError: ``message`` is not of this batch, is settled already, or the batch is
+                acknowledged already.
+        """
         self._set(message, REJECT)
 
     def _set(self, message: Message, kind: int) -> None:
@@ -226,7 +264,7 @@ class ShareConsumer:
     Unlike a consumer group, every member of a share group reads from every partition: the
     broker hands each record to one member at a time under an acquisition lock
     (``group.share.record.lock.duration.ms``, 30 s by default) and the member acknowledges it.
-    ``receive_callback(info)`` gets a :class:`ShareBatch`: returning accepts what it did not
+    ``receive_callback(info)`` gets a [ShareBatch][rdk.ShareBatch]: returning accepts what it did not
     settle itself, raising releases it (it comes back with ``delivery_count + 1``; after the
     broker's ``group.share.delivery.count.limit``, 5 by default, it is archived). A returned
     ``concurrent.futures.Future`` or awaitable (run on ``loop``, or a loop of rdk's) settles
@@ -241,6 +279,32 @@ class ShareConsumer:
     ``pause()``/``resume()`` raise NotImplementedError (see there). A consumer belongs to the
     process that created it: in a forked child every call raises ClosedError and ``stop()``
     returns at once.
+
+    Args:
+        broker: Comma-separated ``host:port`` list (an optional ``scheme://`` prefix is allowed).
+        topics: A topic name or a list of topic names.
+        receive_callback: ``receive_callback(info)`` gets each [rdk.ShareBatch][]; needed by
+            `start()`/`run()`. None: iterate `batches()` instead.
+        group_id: The share group's id (required, non-empty).
+        start_offset: The group's ``share.auto.offset.reset``: ``"latest"`` or ``"earliest"``.
+        max_messages_per_callback: librdkafka's ``max.poll.records``, 1 to 1,000,000.
+        stats_callback: Called with a [rdk.ShareStats][] every ``statistics_interval_ms``.
+            None: no stats are requested.
+        statistics_interval_ms: Milliseconds between stats, 0 to 86,400,000.
+        driver_options: librdkafka properties, verbatim (not ``group.id`` nor
+            ``share.acknowledgement.mode``).
+        logger: A ``logging.Logger`` or ``LoggerAdapter``. None: the ``rdk`` logger.
+        loop: The asyncio event loop that runs awaitables ``receive_callback`` returns. None:
+            a loop on a thread of rdk's own.
+        decode: None (values are bytes) or ``"utf-8"`` (values are str).
+
+    Raises:
+        TypeError: An argument of the wrong type (the message names it).
+        ValueError: A value out of range or not one of the choices, an empty ``group_id`` or
+            topic list, a topic named twice, a closed ``loop``.
+        rdk.ConfigError: A property librdkafka refuses, ``group.id`` or
+            ``share.acknowledgement.mode`` in ``driver_options``, or ``bootstrap.servers``
+            there differing from ``broker``.
     """
 
     def __init__(
@@ -321,12 +385,22 @@ class ShareConsumer:
         self._repeats = _binding.RepeatLimiter()
         self._deadline = time.monotonic() + 30.0  # stop()'s, for the final commit
         self.last_stats: ShareStats | None = None
+        """The latest [rdk.ShareStats][] given to ``stats_callback`` (None until then)."""
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
         """Check the topics, set the group's ``share.auto.offset.reset`` to ``start_offset``,
         join the share group and deliver batches to ``receive_callback`` on a thread of
-        rdk's. An unknown topic: KafkaError UNKNOWN_TOPIC_OR_PART (within METADATA_TIMEOUT)."""
+        rdk's. An unknown topic: KafkaError UNKNOWN_TOPIC_OR_PART (within METADATA_TIMEOUT).
+
+        Raises:
+            TypeError: No ``receive_callback`` was given.
+            RuntimeError: Already started.
+            rdk.ClosedError: Stopped, or in a process forked after the consumer was made.
+            ValueError: ``loop=`` is closed.
+            rdk.KafkaError: An unknown topic, a group config the broker refuses, no answer.
+            rdk.ConfigError: librdkafka refused to create the share consumer.
+        """
         self._check_process()
         if self._receive_callback is None:
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
@@ -334,7 +408,11 @@ class ShareConsumer:
 
     def run(self) -> None:
         """``start()``, then block until ``stop()`` (from anywhere) or KeyboardInterrupt;
-        raises the KafkaError that stopped the consumer, if one did."""
+        raises the KafkaError that stopped the consumer, if one did.
+
+        Raises:
+            rdk.KafkaError: The error that stopped the consumer, and the errors of `start()`.
+        """
         self.start()
         try:
             while not self._closed_event.wait(0.25):
@@ -415,7 +493,15 @@ class ShareConsumer:
         Returns within ``timeout``: a batch whose processing has not ended by then is
         released (delivered again, maybe to another member), with a warning. Called from
         inside the callback it only asks for the stop. Idempotent; in a forked child it
-        returns at once."""
+        returns at once.
+
+        Args:
+            timeout: Seconds to wait in all; ``inf`` waits without a practical limit.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+        """
         timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
         if os.getpid() != self._pid:
             return
@@ -471,6 +557,7 @@ class ShareConsumer:
 
     @property
     def closed(self) -> bool:
+        """True once the consumer is stopped and closed."""
         return self._state == "closed"
 
     @property
@@ -482,19 +569,31 @@ class ShareConsumer:
         """Not available: librdkafka 2.15's share consumer (preview) has no pause/resume,
         and not polling is no pause either: records it already acquired would stay locked
         (invisible to the other members) until their acquisition locks run out. Stop the
-        consumer instead; the other members of the group take over its share."""
+        consumer instead; the other members of the group take over its share.
+
+        Raises:
+            NotImplementedError: Always.
+        """
         raise NotImplementedError(
             "ShareConsumer.pause(): librdkafka 2.15's share consumer (a preview API) has no "
             "pause/resume, and leaving the poll idle would keep its acquired records locked "
             "from the other members until their acquisition locks expire; stop() it instead")
 
     def resume(self) -> None:
-        """Not available: see :meth:`pause`."""
+        """Not available: see [pause][rdk.ShareConsumer.pause].
+
+        Raises:
+            NotImplementedError: Always.
+        """
         raise NotImplementedError("ShareConsumer.resume(): see pause(): the preview share "
                                   "consumer API of librdkafka 2.15 cannot pause")
 
     def stats(self) -> ShareStats:
-        """The counts so far (``rdkafka`` as of the last statistics interval)."""
+        """The counts so far (``rdkafka`` as of the last statistics interval).
+
+        Returns:
+            A new [rdk.ShareStats][].
+        """
         with self._stats_lock:
             return ShareStats(**{**self._counts.__dict__, "rdkafka": dict(self._counts.rdkafka)})
 
@@ -503,7 +602,22 @@ class ShareConsumer:
         """``for info in consumer.batches(timeout=5): ...``: starts the consumer if needed.
         A batch's messages not settled with accept/release/reject are accepted when the
         next batch is requested or the loop ends; ends after ``timeout`` seconds without a
-        batch (None: never) or after ``stop()``; raises the KafkaError that stopped it."""
+        batch (None: never) or after ``stop()``; raises the KafkaError that stopped it.
+
+        Args:
+            timeout: Seconds to wait for the next batch before the iteration ends; None waits
+                until ``stop()``.
+
+        Yields:
+            Each [rdk.ShareBatch][] in turn.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+            RuntimeError: The consumer was started with ``start()``/``run()``.
+            rdk.ClosedError: In a process forked after the consumer was made, or stopped.
+            rdk.KafkaError: The error that stopped the consumer, and the errors of `start()`.
+        """
         self._check_process()
         if timeout is not None:
             timeout = check_timeout(timeout)

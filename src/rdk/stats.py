@@ -29,18 +29,31 @@ class PartitionStats:
     """One owned partition's figures (offsets are -1 when librdkafka does not know them yet)."""
 
     partition: int
+    """The partition number."""
     waiting_kafka: int
+    """Messages still on the broker: high watermark minus the next offset to fetch, >= 0."""
     waiting_local: int
+    """Messages fetched but not handed to ``receive_callback`` yet: ``queued + buffered``."""
     kafka_log_size: int
+    """Messages the broker keeps: high minus low watermark."""
     hi_offset: int = -1
+    """The high watermark (librdkafka's, from Fetch responses)."""
     lo_offset: int = -1
+    """The low watermark."""
     next_offset: int = -1
+    """The next offset to fetch."""
     app_offset: int = -1
+    """The offset after the last message librdkafka handed to rdk."""
     queued: int = 0
+    """This partition's share of librdkafka's fetch queue."""
     buffered: int = 0
+    """Messages rdk itself holds that were not handed to the callback yet."""
     fetchq_cnt: int = 0
+    """librdkafka's ``fetchq_cnt`` as reported (a shared queue's whole length)."""
     fetch_state: str = ""
+    """librdkafka's ``fetch_state`` (e.g. ``"active"``); empty when unknown."""
     topic: str = ""
+    """The topic."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +63,17 @@ class ConsumerStats:
     topic's, ``topics`` maps each topic to its partitions'."""
 
     waiting_kafka: int
+    """Sum of the partitions' ``waiting_kafka``: messages still on the broker."""
     waiting_local: int
+    """Sum of the partitions' ``waiting_local``: fetched, not yet handed to the callback."""
     kafka_log_size: int
+    """Sum of the partitions' ``kafka_log_size``: messages the broker keeps."""
     partitions: dict[int, PartitionStats] = field(default_factory=dict)
+    """``{partition: PartitionStats}`` of the first (or only) topic."""
     rdkafka_stats: dict = field(default_factory=dict, repr=False)
+    """librdkafka's statistics JSON, parsed into a dict."""
     topics: dict[str, dict[int, PartitionStats]] = field(default_factory=dict)
+    """``{topic: {partition: PartitionStats}}`` of every topic."""
 
 
 def _int(d: Mapping[str, Any], key: str, default: int) -> int:
@@ -90,6 +109,17 @@ def consumer_stats(
     reports that queue's length as its ``fetchq_cnt``; the length is then counted once and
     split between the partitions by what each has fetched beyond what it handed out
     (``next_offset - app_offset``).
+
+    Args:
+        stats: librdkafka's statistics JSON, parsed.
+        topic: The topic.
+        partitions: The partitions to report.
+        buffered: ``{partition: messages rdk holds}``. None: none.
+        next_offsets: ``{partition: rdk's next offset}``. None: none known.
+        shared_queue: Whether the partitions share one fetch queue.
+
+    Returns:
+        The [rdk.ConsumerStats][] of those partitions.
     """
     buffered = buffered or {}
     next_offsets = next_offsets or {}
@@ -109,9 +139,21 @@ def topics_stats(
     shared_queue: bool = False,
     first_topic: str | None = None,
 ) -> ConsumerStats:
-    """:func:`consumer_stats` over (topic, partition) ``keys`` of any number of topics: the
-    sums cover them all, ``partitions`` holds ``first_topic``'s and ``topics`` every topic's
-    (a shared queue is counted once across all of them)."""
+    """[consumer_stats][rdk.stats.consumer_stats] over (topic, partition) ``keys`` of any
+    number of topics: the sums cover them all, ``partitions`` holds ``first_topic``'s and
+    ``topics`` every topic's (a shared queue is counted once across all of them).
+
+    Args:
+        stats: librdkafka's statistics JSON, parsed.
+        keys: The ``(topic, partition)`` pairs to report.
+        buffered: ``{(topic, partition): messages rdk holds}``. None: none.
+        next_offsets: ``{(topic, partition): rdk's next offset}``. None: none known.
+        shared_queue: Whether the partitions share one fetch queue.
+        first_topic: The topic whose partitions go in ``partitions``. None: the first key's.
+
+    Returns:
+        The [rdk.ConsumerStats][] of those partitions.
+    """
     buffered = buffered or {}
     next_offsets = next_offsets or {}
     rows = []
@@ -187,5 +229,12 @@ def fetch_queue_count(stats: Mapping[str, Any], topic: str, partitions: Iterable
 
 
 def send_queue_length(stats: Mapping[str, Any]) -> int:
-    """A producer's messages awaiting transmission or acknowledgement (``msg_cnt``)."""
+    """A producer's messages awaiting transmission or acknowledgement (``msg_cnt``).
+
+    Args:
+        stats: A producer's librdkafka statistics JSON, parsed.
+
+    Returns:
+        ``msg_cnt``, at least 0 (0 when absent).
+    """
     return max(0, _int(stats, "msg_cnt", 0))

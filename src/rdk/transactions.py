@@ -37,6 +37,9 @@ class GroupMetadata:
     has its assignment, and pass it to ``Producer.send_offsets_to_transaction()``. It owns
     its C object: ``close()`` frees it (idempotent; also a context manager, and freed when
     collected if never closed).
+
+    Raises:
+        TypeError: When constructed directly.
     """
 
     __slots__ = ("__weakref__", "_lock", "_ptr")
@@ -62,6 +65,7 @@ class GroupMetadata:
 
     @property
     def closed(self) -> bool:
+        """True after ``close()``."""
         return self._ptr is None
 
     def _pointer(self) -> Any:
@@ -95,10 +99,28 @@ class TransactionalOffsetStore(BrokerOffsetStore):
     ``rdk.Consumer(broker, topic, None, transform, group_id="g",
     offset_store=TransactionalOffsetStore("g"))``: the consumer then never commits offsets
     of messages whose outputs a failed transaction discarded.
+
+    Args:
+        group_id: The consumer group whose committed offsets hold the progress.
+        broker: Comma-separated ``host:port`` list. None: given by the Consumer (``bind``).
+        topic: The topic. None: given by the Consumer (``bind``); give both or neither.
+        driver_options: librdkafka properties of the store's client.
+        timeout: Seconds ``read()`` keeps asking a coordinator that is not ready yet.
+
+    Raises:
+        TypeError: ``group_id`` is not a str, only one of ``broker``/``topic``, or another
+            argument of the wrong type.
+        ValueError: An empty ``group_id``, a negative ``timeout``, a malformed ``broker`` or
+            topic name.
+        rdk.ConfigError: A property librdkafka refuses.
     """
 
     def commit(self, offsets: Mapping[int, int]) -> None:
-        """Nothing: the transaction commits the offsets (send_offsets_to_transaction)."""
+        """Nothing: the transaction commits the offsets (send_offsets_to_transaction).
+
+        Args:
+            offsets: Ignored.
+        """
 
 
 def check_offsets(offsets: Any, what: str = "offsets") -> dict[tuple[str, int], int]:

@@ -8,7 +8,7 @@ processes (multiprocessing's ``spawn`` method); process ``i`` calls
 - A worker that dies (exception, SIGKILL, OOM) is restarted in the same slot after a backoff
   (``restart_backoff * 2**(k-1)`` seconds for its k-th consecutive death, at most 60 s). A slot
   that dies more than ``max_restarts`` times in a row stops the pool and ``run()`` raises
-  :class:`WorkerError`. A worker that stayed up for ``healthy_after`` seconds resets its
+  [WorkerError][rdk.workers.WorkerError]. A worker that stayed up for ``healthy_after`` seconds resets its
   slot's count. Every restart and the limit are logged on the ``rdk.workers`` logger.
   The worker's exception reaches the parent (``WorkerError.cause``); a start failure no
   restart can fix (ValueError, TypeError, an unknown topic) stops the pool at once.
@@ -68,7 +68,9 @@ __all__ = [
 log = logging.getLogger("rdk.workers")
 
 DEFAULT_MAX_RESTARTS = 5
+"""A slot may die this many times in a row before the pool stops (``max_restarts``)."""
 DEFAULT_RESTART_BACKOFF = 1.0
+"""Seconds before a slot's first restart; doubled for each further death in a row."""
 MAX_BACKOFF = 60.0
 _KILL_GRACE = 5.0  # seconds past stop_timeout before a worker that will not stop is killed
 FIGURES = ("waiting_kafka", "waiting_local", "kafka_log_size")
@@ -84,15 +86,26 @@ class WorkerError(RdkError):
     ``cause`` is the worker's own exception as ``"TypeName: message"`` (None when the worker
     died without saying, e.g. killed by a signal); ``permanent`` is True when the pool stopped
     without restarting because the error was not transient.
+
+    Args:
+        message: The error message.
+        slot: The worker slot that died.
+        exitcode: The worker process's exit code (negative: killed by that signal), or None.
+        cause: The worker's exception as ``"TypeName: message"``, or None.
+        permanent: Whether the pool stopped without restarting.
     """
 
     def __init__(self, message: str, slot: int, exitcode: int | None, cause: str | None = None,
                  permanent: bool = False) -> None:
         super().__init__(message)
         self.slot = slot
+        """The worker slot that died."""
         self.exitcode = exitcode
+        """The worker process's exit code (negative: killed by that signal), or None."""
         self.cause = cause
+        """The worker's exception as ``"TypeName: message"``, or None."""
         self.permanent = permanent
+        """True when the pool stopped without restarting (the error was not transient)."""
 
 
 # KafkaError names that no restart can fix: the topic is not there.
@@ -123,13 +136,21 @@ class WorkerStats:
     """The latest stats one worker slot reported."""
 
     slot: int
+    """The worker slot."""
     pid: int
+    """The worker process's pid."""
     waiting_kafka: int
+    """The worker consumer's ``waiting_kafka`` (see [rdk.ConsumerStats][])."""
     waiting_local: int
+    """The worker consumer's ``waiting_local``."""
     kafka_log_size: int
+    """The worker consumer's ``kafka_log_size``."""
     partitions: dict[int, dict[str, int]] = field(default_factory=dict)
+    """``{partition: {"waiting_kafka", "waiting_local", "kafka_log_size"}}``."""
     received: float = 0.0  # time.monotonic() in the parent when it arrived
+    """``time.monotonic()`` in the parent when the report arrived."""
     share: dict[str, int] = field(default_factory=dict)  # a ShareConsumer's counts (SHARE_FIGURES)
+    """A share consumer's counts (``delivered``, ``accepted``...); ``{}`` for other consumers."""
 
 
 @dataclass(frozen=True)
@@ -141,10 +162,15 @@ class PoolStats:
     """
 
     slot: int
+    """The slot whose report triggered this call."""
     slots: dict[int, WorkerStats]
+    """``{slot: WorkerStats}``: the latest report of every live slot that has reported."""
     waiting_kafka: int
+    """Sum of the slots' ``waiting_kafka``."""
     waiting_local: int
+    """Sum of the slots' ``waiting_local``."""
     kafka_log_size: int
+    """Sum of the slots' ``kafka_log_size``."""
 
     @property
     def share(self) -> dict[str, int]:
@@ -173,14 +199,22 @@ _child: dict[str, Any] = {}  # conn, lock, slot, num_workers, stop: set in a wor
 
 
 def current_slot() -> tuple[int, int] | None:
-    """``(worker_slot, num_workers)`` inside a worker process started by rdk.workers, else None."""
+    """``(worker_slot, num_workers)`` inside a worker process started by rdk.workers, else None.
+
+    Returns:
+        ``(worker_slot, num_workers)``, or None outside a worker process.
+    """
     if "slot" not in _child:
         return None
     return _child["slot"], _child["num_workers"]
 
 
 def request_stop() -> None:
-    """Inside a worker: ask the parent to stop the whole pool gracefully (e.g. work is done)."""
+    """Inside a worker: ask the parent to stop the whole pool gracefully (e.g. work is done).
+
+    Raises:
+        RuntimeError: Not inside a worker process started by rdk.workers.
+    """
     if "conn" not in _child:
         raise RuntimeError("request_stop() works only inside a worker process started by rdk.workers")
     _send(("stop",))
@@ -364,6 +398,31 @@ class WorkerPool:
     mode, where the coordinator assigns them later), ``error``. ``group_id``: the workers
     join that consumer group (``consumer_factory(group_id=...)``) instead of taking slots;
     with a factory of ``rdk.ShareConsumer``, that share group (any number of workers).
+
+    Args:
+        num_workers: Number of worker processes (slots), >= 1.
+        consumer_factory: Picklable callable run in each worker:
+            ``consumer_factory(worker_slot=i, num_workers=N)``, or
+            ``consumer_factory(group_id=group_id)`` with ``group_id``, plus
+            ``stats_callback=`` with ``stats_callback``; it returns an object with ``start()``
+            and ``stop(timeout)``, e.g. an [rdk.Consumer][].
+        stats_callback: Called in this process with a [rdk.workers.PoolStats][] whenever a
+            worker reports stats, on the pool's supervising thread. None: no stats.
+        max_restarts: Deaths in a row a slot may have before the pool stops and ``run()``
+            raises [rdk.workers.WorkerError][]. None: restart without limit.
+        restart_backoff: Seconds before a slot's first restart, doubled for each further
+            death in a row (at most 60 s).
+        stop_timeout: Seconds each worker gets to stop its consumer; a worker still running
+            5 s after that is killed.
+        healthy_after: Seconds a worker must stay up to reset its slot's count of deaths.
+        group_id: The workers join this consumer (or share) group instead of taking worker
+            slots. None: worker slots.
+
+    Raises:
+        TypeError: An argument of the wrong type, a ``consumer_factory`` that cannot be
+            pickled, or one that does not accept the ``stats_callback``/``group_id`` keyword
+            it would need.
+        ValueError: ``num_workers`` < 1, a negative number, an empty ``group_id``.
     """
 
     def __init__(
@@ -417,6 +476,7 @@ class WorkerPool:
         self.stop_timeout = float(stop_timeout)
         self.healthy_after = float(healthy_after)
         self.error: WorkerError | None = None
+        """The [rdk.workers.WorkerError][] that stopped the pool, if any."""
         self._ctx = multiprocessing.get_context("spawn")
         self._slots = [_Slot(i) for i in range(num_workers)]
         self._lock = threading.Lock()
@@ -435,25 +495,36 @@ class WorkerPool:
     # -- public --------------------------------------------------------------------------
     @property
     def pids(self) -> dict[int, int]:
+        """``{slot: pid}`` of the live workers."""
         with self._lock:
             return {s.index: s.pid for s in self._slots if s.pid is not None}
 
     @property
     def restarts(self) -> dict[int, int]:
+        """``{slot: total restarts}``."""
         with self._lock:
             return {s.index: s.restarts for s in self._slots}
 
     @property
     def partitions(self) -> dict[int, list[int]]:
+        """``{slot: partitions}`` the live workers reported owning (``[]`` in group mode)."""
         with self._lock:
             return {s.index: list(s.partitions) for s in self._slots if s.partitions is not None}
 
     @property
     def running(self) -> bool:
+        """True from ``start()`` until the pool has ended."""
         return self._thread is not None and not self._done.is_set()
 
     def start(self) -> WorkerPool:
-        """Launch every worker and the supervising thread; returns at once."""
+        """Launch every worker and the supervising thread; returns at once.
+
+        Returns:
+            The pool itself.
+
+        Raises:
+            RuntimeError: The pool was started already.
+        """
         if self._thread is not None:
             raise RuntimeError("this WorkerPool was already started")
         self._pid = os.getpid()
@@ -470,7 +541,11 @@ class WorkerPool:
             self.stop(timeout)
 
     def request_stop(self, *, kill: bool = False) -> None:
-        """Ask for a graceful stop (``kill=True``: SIGKILL the workers now). Never blocks."""
+        """Ask for a graceful stop (``kill=True``: SIGKILL the workers now). Never blocks.
+
+        Args:
+            kill: SIGKILL the workers instead of stopping them gracefully.
+        """
         self._stop_requested = True
         if kill:
             self._kill_requested = True
@@ -481,19 +556,36 @@ class WorkerPool:
         """Stop every worker gracefully and wait (at most ``timeout`` s) for the pool to end.
 
         From the pool's own thread (e.g. inside ``stats_callback``) it only asks for the stop.
+
+        Args:
+            timeout: Seconds to wait; None waits until the pool has ended.
         """
         self.request_stop()
         if threading.current_thread() is not self._thread:
             self.wait(timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the pool has ended; True if it has."""
+        """Wait until the pool has ended; True if it has.
+
+        Args:
+            timeout: Seconds to wait; None waits without limit.
+
+        Returns:
+            True when the pool has ended (or was never started).
+        """
         if self._thread is None:
             return True
         return self._done.wait(timeout)
 
     def wait_started(self, timeout: float | None = None) -> bool:
-        """Wait until every slot has a live worker that reported its partitions."""
+        """Wait until every slot has a live worker that reported its partitions.
+
+        Args:
+            timeout: Seconds to wait; None waits without limit.
+
+        Returns:
+            True once every slot reported; False after ``timeout`` or once the pool ended.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
             while not all(s.partitions is not None for s in self._slots):
@@ -532,8 +624,13 @@ class WorkerPool:
     def run(self) -> None:
         """Start, stop gracefully on SIGTERM/SIGINT (a second signal kills), wait.
 
-        Returns normally after a graceful stop; raises :class:`WorkerError` if a slot
+        Returns normally after a graceful stop; raises [WorkerError][rdk.workers.WorkerError] if a slot
         exhausted its restarts. Signal handlers are installed only on the main thread.
+
+        Raises:
+            rdk.workers.WorkerError: A slot exhausted its restarts, or a worker's consumer
+                failed to start with an error no restart can fix.
+            RuntimeError: The pool was started already.
         """
         with self.stop_on_signals():
             self.start()
@@ -755,14 +852,24 @@ def _takes_arguments_of(cls: Callable[_P, Any]) -> Callable[[Callable[..., _R]],
 
 @_takes_arguments_of(WorkerPool)
 def run(*args: Any, **kwargs: Any) -> None:
-    """Run a :class:`WorkerPool` until SIGTERM/SIGINT; it takes WorkerPool's arguments
+    """Run a [WorkerPool][rdk.workers.WorkerPool] until SIGTERM/SIGINT; it takes WorkerPool's arguments
     (``num_workers, consumer_factory, *, stats_callback, max_restarts, restart_backoff,
     stop_timeout, healthy_after, group_id``). See the module docstring.
 
     Process ``i`` builds its consumer with ``consumer_factory(worker_slot=i,
     num_workers=num_workers)``, or ``consumer_factory(group_id=group_id)`` with ``group_id``
     (plus ``stats_callback=`` when ``stats_callback`` is given).
-    Returns after a graceful stop; raises :class:`WorkerError` when a slot exhausts
+    Returns after a graceful stop; raises [WorkerError][rdk.workers.WorkerError] when a slot exhausts
     ``max_restarts``.
+
+    Args:
+        *args: [WorkerPool][rdk.workers.WorkerPool]'s positional arguments.
+        **kwargs: [WorkerPool][rdk.workers.WorkerPool]'s keyword arguments.
+
+    Raises:
+        rdk.workers.WorkerError: A slot exhausted its restarts, or a worker's consumer failed
+            to start with an error no restart can fix.
+        TypeError: As [WorkerPool][rdk.workers.WorkerPool].
+        ValueError: As [WorkerPool][rdk.workers.WorkerPool].
     """
     WorkerPool(*args, **kwargs).run()

@@ -27,10 +27,20 @@ Parts = list[tuple[int, int, int, int]]
 class Batch:
     """One delivery: what ``receive_callback(info)`` gets and ``batches()`` yields.
 
-    ``messages`` (list of :class:`rdk.Message`), ``repeats`` and ``misses``
+    ``messages`` (list of [rdk.Message][]), ``repeats`` and ``misses``
     (kafka-native's counts), ``topic``, ``offsets`` (``{partition: (first, last)}``).
     ``commit()`` records the batch's offsets now (the iterator interface; in a callback it
     settles the batch early).
+
+    Args:
+        messages: The batch's messages.
+        repeats: kafka-native's count of repeated messages.
+        misses: kafka-native's count of missed messages.
+        topic: The topic of the messages.
+        parts: ``(partition, first offset, last offset, count)`` per partition.
+        settle: The consumer's settlement hook; None: ``commit()`` does nothing.
+
+    rdk builds batches; applications receive them.
     """
 
     __slots__ = ("_entries", "_parts", "_settle", "messages", "misses", "repeats", "topic")
@@ -38,6 +48,7 @@ class Batch:
     def __init__(self, messages: list[Message], repeats: int, misses: int, topic: str,
                  parts: Parts, settle: Callable[..., None] | None = None) -> None:
         self.messages, self.topic = messages, topic
+        """``messages``: the batch's [rdk.Message][]s; ``topic``: their topic."""
         self.repeats, self.misses = repeats, misses  # kafka-native's counts
         self._parts, self._settle = parts, settle
         self._entries: Any = None  # the settlement tracker's bookkeeping (None: not tracked yet)
@@ -51,7 +62,11 @@ class Batch:
         """Record this batch as processed (its offsets are stored once earlier ones are).
 
         Raises ClosedError once its consumer is stopped (nothing can be recorded then: the
-        batch is delivered again after a restart). Committing a batch twice is harmless."""
+        batch is delivered again after a restart). Committing a batch twice is harmless.
+
+        Raises:
+            rdk.ClosedError: The consumer is stopped, or in a forked child.
+        """
         if self._settle is not None:
             self._settle(self, True, None, True)
 

@@ -77,8 +77,8 @@ class Consumer:
     ``num_workers=1``, ``worker_slot=0``. Beyond kafka-native: ``start_offset``
     ("earliest"/"latest", for partitions without stored progress),
     ``on_offset_out_of_range`` ("earliest"/"latest"/"error"), ``decode`` (None or "utf-8"),
-    ``commit_on_error=True``, ``offset_store`` (any :class:`rdk.offsets.OffsetStore`, e.g.
-    :class:`rdk.BrokerOffsetStore`) and ``loop`` (asyncio loop for awaitables the callback
+    ``commit_on_error=True``, ``offset_store`` (any [rdk.offsets.OffsetStore][], e.g.
+    [rdk.BrokerOffsetStore][]) and ``loop`` (asyncio loop for awaitables the callback
     returns).
 
     ``receive_callback`` is needed for ``start()``/``run()``; scripts can instead iterate
@@ -104,6 +104,58 @@ class Consumer:
     (confluent-kafka's name and shape). An authentication or TLS failure (``_AUTHENTICATION``,
     ``_SSL``) makes ``start()`` raise its KafkaError as soon as librdkafka reports it, naming
     the broker; after start() one is logged as ERROR (librdkafka keeps retrying).
+
+    Args:
+        broker: Comma-separated ``host:port`` list (an optional ``scheme://`` prefix is allowed).
+        topic: A topic name, a list of topic names, or, in group mode only, a ``"^regex"``
+            subscription (librdkafka's POSIX extended dialect, not Python's ``re``).
+        offset_directory: Directory of the offset files, created if missing. None is allowed
+            only with ``offset_store`` or in group mode.
+        receive_callback: ``receive_callback(batch)`` gets each [rdk.Batch][] on the delivery
+            thread; needed by `start()`/`run()`. When it returns a Future or an awaitable, the
+            batch settles once that completes. None: iterate `batches()` instead.
+        stats_callback: Called with a [rdk.ConsumerStats][] every ``statistics_interval_ms``
+            on rdk's event thread; exceptions are logged. None: no stats are requested.
+        logger: A ``logging.Logger`` or ``LoggerAdapter`` for the consumer's messages. None:
+            the ``rdk`` logger.
+        max_messages_per_callback: Most messages in one batch, 1 to 1,000,000.
+        statistics_interval_ms: Milliseconds between stats, 0 to 86,400,000 (used only with
+            ``stats_callback``).
+        queued_max_messages_kbytes: librdkafka's ``queued.max.messages.kbytes``, 1 to 2,097,151.
+        driver_options: librdkafka global properties, verbatim.
+        topic_options: librdkafka topic properties, verbatim, except ``auto.offset.reset``
+            (refused: use ``on_offset_out_of_range``).
+        num_workers: Number of worker slots the topic's partitions are split among.
+        worker_slot: This consumer's slot, ``0 <= worker_slot < num_workers``.
+        start_offset: Where a partition without stored progress starts: ``"earliest"`` or
+            ``"latest"``.
+        on_offset_out_of_range: ``"earliest"``, ``"latest"`` (start there again) or ``"error"``
+            (stop the consumer with a KafkaError, see [rdk.Consumer.error][]).
+        decode: None (values are bytes) or ``"utf-8"`` (values are str).
+        commit_on_error: Whether a batch whose callback raised still counts as processed. With
+            False, no later offset of its partition is recorded in this run.
+        offset_store: An object with ``read(partitions)`` and ``commit(offsets)`` keeping the
+            progress (an [rdk.offsets.OffsetStore][], e.g. [rdk.BrokerOffsetStore][]). None:
+            offset files in ``offset_directory`` (the group's commits in group mode).
+        loop: The asyncio event loop that runs awaitables ``receive_callback`` returns. None:
+            a loop on a thread of rdk's own.
+        group_id: Join this Kafka consumer group (group mode). None: worker-slot mode.
+        on_assign: Group mode only: called with ``[(topic, partition), ...]`` newly assigned.
+        on_revoke: Group mode only: called with ``[(topic, partition), ...]`` being revoked,
+            after their in-flight batches settled and their offsets were committed.
+        oauth_cb: SASL/OAUTHBEARER token source (see above); None: librdkafka's own.
+
+    Raises:
+        TypeError: An argument of the wrong type (the message names it), or neither
+            ``offset_directory`` nor ``offset_store`` in worker-slot mode.
+        ValueError: A value out of range or not one of the choices, an empty ``group_id``,
+            ``on_assign``/``on_revoke`` without ``group_id``, ``num_workers``/``worker_slot``
+            with ``group_id``, ``offset_store`` with several topics, a ``^regex`` without
+            ``group_id``, or a closed ``loop``.
+        rdk.ConfigError: A property librdkafka refuses, ``bootstrap.servers`` in
+            ``driver_options`` differing from ``broker``, ``auto.offset.reset`` in
+            ``topic_options``, or ``oauth_cb`` with an OAUTHBEARER method that excludes it.
+        rdk.OffsetFileError: ``offset_directory`` is not a directory or not writable.
     """
 
     def __init__(
@@ -219,8 +271,11 @@ class Consumer:
         self._slot_keys: list[Key] = []   # slot mode: the owned (topic, partition)s
         self._extra_locks: list[offsets.PartitionLock] = []  # slot mode: topics after the first
         self.partitions: list[int] = []
+        """The partitions of ``topic`` (the first topic) this consumer owns or was assigned."""
         self.partition_count: int | None = None
+        """Partitions of ``topic`` (the first topic) once started; None before."""
         self.last_stats: stats.ConsumerStats | None = None
+        """The latest [rdk.ConsumerStats][] (None until the first, or without ``stats_callback``)."""
 
     def _configure(self, driver_options: dict, topic_options: dict) -> None:
         """librdkafka's properties for the handle and the topic, checked by librdkafka now."""
@@ -255,7 +310,21 @@ class Consumer:
         Waits up to METADATA_TIMEOUT (10 s) for the topic's partitions: an unknown topic on a
         reachable broker fails at once (UNKNOWN_TOPIC_OR_PART); a broker that does not
         answer fails after that wait, with an error naming the broker and the wait.
-        ``loop=`` closed: ValueError."""
+
+        Returns:
+            The owned partitions: ``[partition, ...]`` with one topic,
+            ``[(topic, partition), ...]`` with several, ``[]`` in group mode.
+
+        Raises:
+            TypeError: No ``receive_callback`` was given.
+            RuntimeError: Already started.
+            rdk.ClosedError: Stopped, or called in a process forked after the consumer was made.
+            ValueError: ``loop=`` is closed.
+            rdk.KafkaError: No metadata for the topic (``UNKNOWN_TOPIC_OR_PART``, an
+                unreachable broker, an authentication or TLS failure).
+            rdk.LockedError: Another consumer holds the offset-file lock of a partition.
+            rdk.OffsetFileError: A stored offset file is corrupt.
+        """
         self._check_process()
         self._check_not_stopped("start()")
         if self._receive_callback is None:
@@ -547,6 +616,10 @@ class Consumer:
         offset with ``on_offset_out_of_range="error"``, or ``_FAIL`` when receive_callback,
         or the Future/awaitable it returned, ended with a BaseException such as SystemExit:
         that exception is the error's ``__cause__``).
+
+        Raises:
+            rdk.KafkaError: The error that stopped the consumer, and the errors of `start()`.
+            rdk.ClosedError: The consumer is stopped already.
         """
         self._check_not_stopped("run()")
         self.start()
@@ -567,6 +640,13 @@ class Consumer:
         and returns; the consumer finishes the stop once the callback has returned.
         Idempotent. In a forked child it returns at once, leaving the parent's handle, locks
         and offsets alone.
+
+        Args:
+            timeout: Seconds to wait in all; ``inf`` waits without a practical limit.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
         """
         timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
         if os.getpid() != self._pid:
@@ -705,6 +785,7 @@ class Consumer:
 
     @property
     def closed(self) -> bool:
+        """True once the consumer is stopped and closed."""
         return self._state == "closed"
 
     @property
@@ -734,15 +815,26 @@ class Consumer:
 
     def pause(self) -> None:
         """Stop deliveries and fetching of the owned partitions (librdkafka's pause), so
-        memory stays bounded. Callable from ``receive_callback`` and from any thread."""
+        memory stays bounded. Callable from ``receive_callback`` and from any thread.
+
+        Raises:
+            rdk.ClosedError: The consumer is stopped, or in a forked child.
+            rdk.KafkaError: librdkafka refused to pause.
+        """
         self._pause_resume(True)
 
     def resume(self) -> None:
-        """Restart fetching and deliveries after ``pause()``."""
+        """Restart fetching and deliveries after ``pause()``.
+
+        Raises:
+            rdk.ClosedError: The consumer is stopped, or in a forked child.
+            rdk.KafkaError: librdkafka refused to resume.
+        """
         self._pause_resume(False)
 
     @property
     def paused(self) -> bool:
+        """True between ``pause()`` and ``resume()``."""
         return not self._running.is_set()
 
     def _pause_resume(self, pause: bool) -> None:
@@ -811,6 +903,20 @@ class Consumer:
         recorded on ``batch.commit()`` or when the next batch is requested. Ends when no
         batch arrives within ``timeout`` seconds (None: wait forever) or after ``stop()``;
         raises the KafkaError that stopped fetching, if any.
+
+        Args:
+            timeout: Seconds to wait for the next batch before the iteration ends; None waits
+                until ``stop()``.
+
+        Yields:
+            Each [rdk.Batch][] in turn.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
+            RuntimeError: The consumer was started with ``start()``/``run()``.
+            rdk.ClosedError: In a process forked after the consumer was made, or stopped.
+            rdk.KafkaError: The error that stopped fetching, and the errors of ``start()``.
         """
         self._check_process()
         if timeout is not None:
@@ -916,6 +1022,18 @@ class Consumer:
         batch of that partition starts at ``offset``; its offsets are recorded as it
         settles (so a seek backwards moves the stored progress back). "latest" is the
         broker's ListOffsets answer (one message early on Tansu).
+
+        Args:
+            topic_or_partition: A partition number (one-topic consumer) or a
+                ``(topic, partition)`` pair.
+            offset: The offset to fetch from, an int >= 0, or ``"earliest"``/``"latest"``.
+
+        Raises:
+            TypeError: A partition number on a consumer of several topics, or a non-int.
+            ValueError: The partition is not assigned/owned, or a bad ``offset``.
+            RuntimeError: The consumer was not started.
+            rdk.ClosedError: The consumer is stopped, or in a forked child.
+            rdk.KafkaError: librdkafka refused the seek (group mode).
         """
         self._check_process()
         key = self._check_key(topic_or_partition)
@@ -967,7 +1085,16 @@ class Consumer:
 
     def group_metadata(self) -> Any:
         """This member's group metadata (group id, member id, generation), for
-        ``Producer.send_offsets_to_transaction``. Group mode only (ValueError otherwise)."""
+        [rdk.Producer.send_offsets_to_transaction][]. Group mode only (ValueError otherwise).
+
+        Returns:
+            An [rdk.GroupMetadata][]; close it (or use ``with``) when done.
+
+        Raises:
+            ValueError: Not in group mode.
+            RuntimeError: The consumer was not started.
+            rdk.ClosedError: The consumer is stopped, or in a forked child.
+        """
         self._check_process()
         if self.group_id is None:
             raise ValueError("group_metadata() needs group mode (group_id=...): a worker-slot "

@@ -121,6 +121,36 @@ class Producer:
     (nothing enqueued), ``flush()`` raises it as soon as it is seen (the messages stay
     queued: librdkafka retries them until ``message.timeout.ms``), and ``stop()`` does not
     wait: it fails the queued messages at once and logs why.
+
+    Args:
+        broker: Comma-separated ``host:port`` list (an optional ``scheme://`` prefix is allowed).
+        stats_callback: Called with a [rdk.producer.StatsInfo][] every
+            ``statistics_interval_ms``. None: no stats are requested.
+        delivery_report_callback: Called with a [rdk.producer.DeliveryReportInfo][] listing
+            the failures since the previous report. None: failures reach only ``on_delivery``.
+        statistics_interval_ms: Milliseconds between stats (librdkafka's
+            ``statistics.interval.ms``; used only with ``stats_callback``).
+        queue_buffering_max_messages: Most messages queued in librdkafka and not yet
+            delivered (``queue.buffering.max.messages``); beyond it ``on_queue_full`` applies.
+        queue_buffering_max_ms: Milliseconds librdkafka waits to fill a batch
+            (``queue.buffering.max.ms``, the linger).
+        driver_options: librdkafka global properties, verbatim (they win over the arguments).
+        topic_options: librdkafka topic properties, verbatim.
+        balancer: Partitioner for ``partition=None``: one of ``consistent_random``,
+            ``murmur2_random``, ``fnv1a``, ``round_robin``, ``least_bytes``.
+        on_queue_full: ``"drop"``, ``"block"`` or ``"raise"`` (see above).
+        transactional_id: Makes the producer transactional; None: not transactional
+            (unless ``driver_options`` set ``transactional.id``).
+        oauth_cb: SASL/OAUTHBEARER token source (see above); None: librdkafka's own.
+
+    Raises:
+        TypeError: An argument of the wrong type (the message names it).
+        ValueError: A value out of range or not one of the choices, an empty
+            ``transactional_id``.
+        rdk.ConfigError: A property librdkafka refuses, ``bootstrap.servers`` or
+            ``transactional.id`` in ``driver_options`` disagreeing with the argument,
+            ``delivery.report.only.error=true``, or ``oauth_cb`` with an OAUTHBEARER method
+            that excludes it.
     """
 
     def __init__(
@@ -155,6 +185,7 @@ class Producer:
         topic = check_options(topic_options, "topic_options")
         check_bootstrap_rule(broker, driver)
         self.transactional_id = _check_transactional_id(transactional_id, driver)
+        """The ``transactional.id`` in use (from the argument or ``driver_options``), or None."""
         if transactional_id is not None:
             driver["transactional.id"] = transactional_id
         self.balancer = check_choice(balancer, "balancer", BALANCERS)
@@ -220,6 +251,29 @@ class Producer:
         ``stats_callback``: the thread that frees room) ``on_queue_full="block"`` cannot wait:
         a send that finds the queue full there raises ``QueueFullError`` as under ``"raise"``.
         In a process forked after the producer was created it raises ``rdk.ClosedError``.
+
+        Args:
+            topic: The topic name.
+            partition: The partition (>= 0), or None to let the ``balancer`` choose.
+            payloads: A list or tuple of messages, of the types above.
+            timeout: Seconds to wait for room or a partition count; None waits without limit.
+            on_delivery: ``on_delivery(delivered_count, failures)``, once per call; None: none.
+
+        Returns:
+            A [rdk.SendResult][]: ``enqueued`` (fewer than ``len(payloads)`` when
+            ``on_queue_full="drop"`` or ``"block"`` ran out of room) and
+            ``send_queue_length``.
+
+        Raises:
+            TypeError: A bad ``partition``, ``payloads`` not a list/tuple, an item of an
+                unsupported type (naming its index), a non-callable ``on_delivery``.
+            ValueError: An illegal topic name, a negative or nonexistent ``partition``, a
+                negative ``timeout``.
+            rdk.QueueFullError: The queue is full under ``on_queue_full="raise"`` (or
+                ``"block"`` from a producer callback).
+            rdk.TransactionError: A transactional producer with no open transaction.
+            rdk.KafkaError: A fatal librdkafka error, or a current authentication failure.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
         """
         if self._closing:
             raise ClosedError("Producer is stopped: send() after stop() is not allowed")
@@ -379,6 +433,18 @@ class Producer:
         Fences any older producer with the same id and completes or aborts the transaction
         it left open. Blocks up to ``timeout`` seconds (not from a producer callback);
         a retriable TransactionError (e.g. ``_TIMED_OUT``) may be retried.
+
+        Args:
+            timeout: Seconds to wait for the coordinator.
+
+        Raises:
+            rdk.TransactionError: librdkafka's failure, classified (``fatal``,
+                ``txn_requires_abort``, ``retriable``); ``_NOT_CONFIGURED`` without
+                ``transactional_id``.
+            RuntimeError: Called from a producer callback.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
         """
         ms = self._txn_timeout_ms(timeout, "init_transactions")
         self._txn_call("init_transactions", lib.rd_kafka_init_transactions, ms)
@@ -388,6 +454,11 @@ class Producer:
 
         Does not block. TransactionError ``_STATE`` if one is already open or
         ``init_transactions()`` was not called.
+
+        Raises:
+            rdk.TransactionError: ``_STATE`` (see above), ``_NOT_CONFIGURED`` without
+                ``transactional_id``, or another librdkafka failure.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
         """
         self._txn_check("begin_transaction")
         self._txn_call("begin_transaction", lib.rd_kafka_begin_transaction)
@@ -406,6 +477,21 @@ class Producer:
         ``UNKNOWN_TOPIC_OR_PART`` naming it at once, leaving the transaction usable (checked
         against one metadata request for topics this producer has not seen yet; librdkafka
         alone would retry until ``timeout`` and then fail the transaction).
+
+        Args:
+            offsets: ``{(topic, partition): next_offset}``.
+            group_metadata: The consumer group's [rdk.GroupMetadata][].
+            timeout: Seconds to wait for the group coordinator.
+
+        Raises:
+            rdk.TransactionError: librdkafka's failure, classified (``fatal``,
+                ``txn_requires_abort``, ``retriable``), ``UNKNOWN_TOPIC_OR_PART`` (see above),
+                or ``_NOT_CONFIGURED`` without ``transactional_id``.
+            TypeError: ``offsets`` is not such a dict, or ``group_metadata`` is not an
+                rdk.GroupMetadata.
+            ValueError: A partition or offset out of range, a negative ``timeout``.
+            RuntimeError: Called from a producer callback.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
         """
         start = time.monotonic()
         checked = check_offsets(offsets)
@@ -428,6 +514,18 @@ class Producer:
         keep arriving on the producer's callback thread meanwhile. On a TransactionError
         with ``txn_requires_abort`` call ``abort_transaction()``; with ``retriable`` (e.g.
         ``_TIMED_OUT``) call ``commit_transaction()`` again; ``fatal``: stop the producer.
+
+        Args:
+            timeout: Seconds to wait for the flush and the commit.
+
+        Raises:
+            rdk.TransactionError: librdkafka's failure, classified (``fatal``,
+                ``txn_requires_abort``, ``retriable``); ``_NOT_CONFIGURED`` without
+                ``transactional_id``.
+            RuntimeError: Called from a producer callback.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
         """
         ms = self._txn_timeout_ms(timeout, "commit_transaction")
         self._txn_call("commit_transaction", lib.rd_kafka_commit_transaction, ms)
@@ -440,6 +538,18 @@ class Producer:
         ``_PURGE_INFLIGHT``), none is dropped silently; messages already written stay in the
         log marked aborted (``read_committed`` consumers skip them). Blocks up to
         ``timeout`` seconds (not from a producer callback); a retriable error may be retried.
+
+        Args:
+            timeout: Seconds to wait for the abort.
+
+        Raises:
+            rdk.TransactionError: librdkafka's failure, classified (``fatal``,
+                ``txn_requires_abort``, ``retriable``); ``_NOT_CONFIGURED`` without
+                ``transactional_id``.
+            RuntimeError: Called from a producer callback.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
         """
         ms = self._txn_timeout_ms(timeout, "abort_transaction")
         self._txn_call("abort_transaction", lib.rd_kafka_abort_transaction, ms)
@@ -509,7 +619,7 @@ class Producer:
     # -- draining and lifetime -------------------------------------------------
     @property
     def send_queue_length(self) -> int:
-        """Messages enqueued and not yet delivered nor failed."""
+        """Messages enqueued and not yet delivered nor failed (ClosedError after ``stop()``)."""
         self._check_open()
         return self._ledger.queue_length
 
@@ -522,6 +632,19 @@ class Producer:
         message was delivered and every ``on_delivery``/``delivery_report_callback`` of them
         has returned. Raises RuntimeError from a producer callback, ClosedError after
         ``stop()`` or in a forked child.
+
+        Args:
+            timeout: Seconds to wait.
+
+        Returns:
+            A [rdk.FlushResult][]: the messages not delivered (0: all delivered).
+
+        Raises:
+            RuntimeError: Called from a producer callback.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
+            rdk.KafkaError: A current authentication failure (the messages stay queued).
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
         """
         self._check_open()
         timeout = _timeout(timeout)
@@ -566,7 +689,21 @@ class Producer:
                 self._cond.wait_for(settled, max(0.0, min(0.2, deadline - time.monotonic())))
 
     def partition_count(self, topic: str, timeout: float = 10.0) -> int:
-        """Number of partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist."""
+        """Number of partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist.
+
+        Args:
+            topic: The topic name.
+            timeout: Seconds to wait for the metadata.
+
+        Returns:
+            The topic's partition count.
+
+        Raises:
+            rdk.KafkaError: ``UNKNOWN_TOPIC_OR_PART``, or no metadata within ``timeout``.
+            rdk.ClosedError: After ``stop()``, or in a forked child.
+            TypeError: ``topic`` is not a str, or ``timeout`` not a number.
+            ValueError: An illegal topic name, a negative ``timeout``.
+        """
         self._check_open()
         check_topic_name(topic)
         return self._client.partition_count(topic, _timeout(timeout))
@@ -580,6 +717,17 @@ class Producer:
         silently lost. Idempotent (a second call returns 0); any later use raises
         ``rdk.ClosedError``. In a process forked after the producer was created it returns
         0 at once: the child never sent anything, and the parent's handle is not touched.
+
+        Args:
+            timeout: Seconds to wait in all.
+
+        Returns:
+            A [rdk.FlushResult][]: the messages not delivered.
+
+        Raises:
+            RuntimeError: Called from a producer callback.
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative or nan.
         """
         timeout = _timeout(timeout)
         if self._client.in_child:  # no lock: the parent's threads may have held it at fork

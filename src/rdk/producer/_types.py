@@ -23,10 +23,16 @@ class FlushResult(int):
     librdkafka for another reason than a full queue) since the previous ``flush()``/``stop()``
     returned. Messages ``on_queue_full`` refused are not counted here: ``send()``'s
     ``enqueued`` and ``StatsInfo.dropped`` report those.
+
+    Args:
+        queued: Enqueued messages still awaiting a delivery report.
+        failed: Messages that failed since the previous ``flush()``/``stop()`` returned.
     """
 
     queued: int
+    """Enqueued messages still awaiting a delivery report at return."""
     failed: int
+    """Messages that failed since the previous ``flush()``/``stop()`` returned."""
 
     def __new__(cls, queued: int = 0, failed: int = 0) -> FlushResult:
         obj = super().__new__(cls, queued + failed)
@@ -42,6 +48,7 @@ class Delivery(NamedTuple):
     """Accounting of one send() once every message is settled (what rdk.aio's send returns)."""
 
     delivered: int
+    """How many of the call's messages were delivered."""
     failures: list
     """``[(rdk.Message, KafkaError)]``: every message of the call that was not delivered."""
 
@@ -51,13 +58,19 @@ class DeliveryReportInfo:
 
     ``errors`` is ``[(rdk.Message, KafkaError)]``; ``rdkafka_errinfo`` summarises them as
     ``[{"errcode", "errname", "errstr", "count"}]``, one entry per error code.
+
+    Args:
+        errors: ``[(rdk.Message, KafkaError)]``, the failed messages.
+        rdkafka_errinfo: One ``{"errcode", "errname", "errstr", "count"}`` dict per error code.
     """
 
     __slots__ = ("errors", "rdkafka_errinfo")
 
     def __init__(self, errors: list, rdkafka_errinfo: list[dict]) -> None:
         self.errors = errors
+        """``[(rdk.Message, KafkaError)]``: the messages that failed since the last report."""
         self.rdkafka_errinfo = rdkafka_errinfo
+        """``[{"errcode", "errname", "errstr", "count"}]``, one entry per error code."""
 
     def __repr__(self) -> str:
         return f"DeliveryReportInfo(errors={len(self.errors)}, rdkafka_errinfo={self.rdkafka_errinfo!r})"
@@ -69,14 +82,22 @@ class StatsInfo:
     ``send_queue_length``: messages enqueued and not yet delivered nor failed;
     ``rdkafka_stats``: librdkafka's statistics, parsed; ``dropped``: messages
     ``on_queue_full`` has refused since the producer started.
+
+    Args:
+        send_queue_length: Messages enqueued and not yet delivered nor failed.
+        rdkafka_stats: librdkafka's statistics JSON, parsed into a dict.
+        dropped: Messages ``on_queue_full`` has refused since the producer started.
     """
 
     __slots__ = ("dropped", "rdkafka_stats", "send_queue_length")
 
     def __init__(self, send_queue_length: int, rdkafka_stats: dict, dropped: int) -> None:
         self.send_queue_length = send_queue_length
+        """Messages enqueued and not yet delivered nor failed."""
         self.rdkafka_stats = rdkafka_stats
+        """librdkafka's statistics JSON, parsed into a dict."""
         self.dropped = dropped
+        """Messages ``on_queue_full`` has refused since the producer started."""
 
     def __repr__(self) -> str:
         return f"StatsInfo(send_queue_length={self.send_queue_length}, dropped={self.dropped})"

@@ -1,13 +1,13 @@
 """PySpark data source ``rdkafka``: Kafka into and out of Spark with no JVM Kafka jar.
 
-::
-
-    import rdk.spark
-    rdk.spark.register(spark)
-    df = (spark.read.format("rdkafka")
-          .option("kafka.bootstrap.servers", "host:9092")
-          .option("subscribe", "events")
-          .load())
+```python
+import rdk.spark
+rdk.spark.register(spark)
+df = (spark.read.format("rdkafka")
+      .option("kafka.bootstrap.servers", "host:9092")
+      .option("subscribe", "events")
+      .load())
+```
 
 Batch and Structured Streaming reads, batch (``.mode("append")``) and streaming writes,
 with the built-in Kafka connector's option names and schema. Needs ``pip install rdk[spark]``
@@ -54,6 +54,9 @@ def register(spark: Any) -> None:
     In local mode, when ``PYSPARK_PYTHON`` is unset, Python workers would start the
     ``python3`` found on PATH, which may lack rdk and pyarrow; the current interpreter is
     used instead.
+
+    Args:
+        spark: The SparkSession (classic or Spark Connect).
     """
     if spark in _registered:
         return

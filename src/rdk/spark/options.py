@@ -100,47 +100,83 @@ class Timestamps:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """Parsed reading options (picklable: it travels to executors)."""
+    """Parsed reading options (picklable: it travels to executors).
+
+    Made by [parse_read_options][rdk.spark.parse_read_options] from the data source's
+    options, named after the built-in connector's in the field descriptions.
+    """
 
     kafka: dict[str, str]                   # librdkafka properties, bootstrap.servers included
+    """librdkafka properties (the ``kafka.*`` options), ``bootstrap.servers`` included."""
     strategy: str                           # "subscribe" | "assign" | "subscribePattern"
+    """``"subscribe"``, ``"assign"`` or ``"subscribePattern"``."""
     topics: tuple[str, ...] = ()            # subscribe
+    """The ``subscribe`` topics."""
     assignment: dict[str, tuple[int, ...]] = field(default_factory=dict)  # assign
+    """The ``assign`` option: ``{topic: partitions}``."""
     pattern: str | None = None              # subscribePattern
+    """The ``subscribePattern`` regex."""
     # "earliest" | "latest" | {topic: {p: offset}} | Timestamps (the timestamp options win)
     starting: str | Offsets | Timestamps = "earliest"
+    """``"earliest"``, ``"latest"``, ``{topic: {partition: offset}}`` or a ``Timestamps``
+    (startingOffsets; the timestamp options win)."""
     ending: str | Offsets | Timestamps = "latest"
+    """As ``starting``, for endingOffsets (batch reads)."""
     # startingOffsetsByTimestampStrategy: "error" (no offset at or after the timestamp
     # fails the query) or "latest" (such partitions start at their end)
     by_timestamp_strategy: str = "error"
+    """startingOffsetsByTimestampStrategy: ``"error"`` (no offset at or after the timestamp
+    fails the query) or ``"latest"`` (such partitions start at their end)."""
     max_offsets_per_trigger: int | None = None
+    """maxOffsetsPerTrigger; None: no limit."""
     min_offsets_per_trigger: int | None = None
+    """minOffsetsPerTrigger; None: no minimum."""
     max_trigger_delay_ms: int = 15 * 60 * 1000
+    """maxTriggerDelay in milliseconds."""
     min_partitions: int | None = None
+    """minPartitions; None: one Spark partition per Kafka partition."""
     max_records_per_partition: int | None = None
+    """maxRecordsPerPartition; None: no limit."""
     fetch_offset_retries: int = 3
+    """fetchOffset.numRetries."""
     fetch_offset_retry_interval_ms: int = 1000
+    """fetchOffset.retryIntervalMs."""
     fail_on_data_loss: bool = True
+    """failOnDataLoss."""
     include_headers: bool = False
+    """includeHeaders."""
     poll_timeout_ms: int = 120_000
+    """kafkaConsumer.pollTimeoutMs."""
     num_workers: int = 1
+    """numWorkers (rdk's): read only the partitions of ``worker_slot``."""
     worker_slot: int = 0
+    """workerSlot (rdk's), ``0 <= worker_slot < num_workers``."""
 
     @property
     def bootstrap_servers(self) -> str:
+        """The ``kafka.bootstrap.servers`` option."""
         return self.kafka["bootstrap.servers"]
 
     def owns(self, partition: int) -> bool:
-        """kafka-native's worker-slot rule (:func:`rdk.slots.owns`) for numWorkers/workerSlot."""
+        """kafka-native's worker-slot rule (``rdk.slots.owns``) for numWorkers/workerSlot.
+
+        Args:
+            partition: A partition number.
+
+        Returns:
+            Whether ``worker_slot`` reads ``partition``.
+        """
         return owns(partition, self.num_workers, self.worker_slot)
 
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """Parsed writing options."""
+    """Parsed writing options, made by [parse_write_options][rdk.spark.parse_write_options]."""
 
     kafka: dict[str, str]
+    """librdkafka properties (the ``kafka.*`` options), ``bootstrap.servers`` included."""
     topic: str | None = None
+    """The ``topic`` option; None: each row's ``topic`` column."""
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
@@ -467,7 +503,18 @@ def _check_start_before_end(starting: Offsets, ending: Offsets) -> None:
 
 
 def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
-    """Check and parse reading options; ConfigError names the culprit."""
+    """Check and parse reading options; ConfigError names the culprit.
+
+    Args:
+        options: The data source's options (names case-insensitive).
+        streaming: Whether they are a stream source's (``readStream``) or a batch source's.
+
+    Returns:
+        The parsed [ReadOptions][rdk.spark.ReadOptions].
+
+    Raises:
+        rdk.ConfigError: An option is missing, unknown, invalid, or not allowed here.
+    """
     opts = _lower(options)
     what = "stream source" if streaming else "batch source"
     _check_known(opts, _READ_OPTIONS, what)
@@ -531,7 +578,17 @@ def _group_id(opts: dict[str, str], kafka: dict[str, str]) -> str | None:
 
 
 def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
-    """Check and parse writing options (the built-in sink's: kafka.*, topic)."""
+    """Check and parse writing options (the built-in sink's: kafka.*, topic).
+
+    Args:
+        options: The data sink's options (names case-insensitive).
+
+    Returns:
+        The parsed [WriteOptions][rdk.spark.WriteOptions].
+
+    Raises:
+        rdk.ConfigError: An option is missing, unknown or invalid.
+    """
     opts = _lower(options)
     _check_known(opts, _WRITE_OPTIONS | _READ_OPTIONS, "sink")
     kafka = _kafka_properties(opts, "sink")

@@ -16,11 +16,20 @@ from .writer import KafkaBatchWriter, KafkaStreamWriter, check_write_schema
 __all__ = ["KafkaDataSource", "kafka_schema"]
 
 NAME = "rdkafka"
+"""The data source's format name: ``spark.read.format("rdkafka")``."""
 
 
 def kafka_schema(include_headers: bool = False) -> StructType:
     """The built-in Kafka source's schema (``headers`` only with includeHeaders), derived
-    from the one definition, :func:`rdk.arrow.kafka_schema`."""
+    from the one definition, ``rdk.arrow.kafka_schema``.
+
+    Args:
+        include_headers: Whether the schema has the ``headers`` column.
+
+    Returns:
+        The Spark schema: ``key``, ``value``, ``topic``, ``partition``, ``offset``,
+        ``timestamp``, ``timestampType`` (and ``headers``).
+    """
     return from_arrow_schema(arrow.kafka_schema(include_headers), prefer_timestamp_ntz=False)
 
 
@@ -40,35 +49,92 @@ class KafkaDataSource(DataSource):
     ``minOffsetsPerTrigger``, ``maxTriggerDelay``, ``minPartitions``,
     ``maxRecordsPerPartition``, ``failOnDataLoss``, ``fetchOffset.*``, ``groupIdPrefix``,
     ``includeHeaders``, ``topic``, any ``kafka.*`` librdkafka property) plus rdk's
-    ``numWorkers`` / ``workerSlot``; see :mod:`rdk.spark.options`.
+    ``numWorkers`` / ``workerSlot``; see [ReadOptions][rdk.spark.ReadOptions].
+
+    Spark makes it (``DataSource(options)``) and calls the methods below; applications
+    only [register][rdk.spark.register] it.
     """
 
     @classmethod
     def name(cls) -> str:
+        """The format name, [NAME][rdk.spark.NAME] (``"rdkafka"``)."""
         return NAME
 
     def schema(self) -> StructType:
-        """Called by ``load()``: options are checked here, so mistakes fail at once."""
+        """Called by ``load()``: options are checked here, so mistakes fail at once.
+
+        Returns:
+            [kafka_schema][rdk.spark.kafka_schema] for the ``includeHeaders`` option.
+
+        Raises:
+            rdk.ConfigError: An option is missing, unknown or invalid.
+        """
         check_early(self.options)
         return kafka_schema(parse_include_headers(self.options))
 
     def reader(self, schema: StructType) -> KafkaBatchReader:
+        """The batch reader of ``spark.read``.
+
+        Args:
+            schema: The schema Spark asks for; it must be [kafka_schema][rdk.spark.kafka_schema]'s.
+
+        Returns:
+            The batch reader.
+
+        Raises:
+            rdk.ConfigError: An invalid option, or a custom schema.
+        """
         opts = parse_read_options(self.options, streaming=False)
         _check_read_schema(schema, opts.include_headers)
         return KafkaBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:
+        """The micro-batch reader of ``spark.readStream``.
+
+        Args:
+            schema: The schema Spark asks for; it must be [kafka_schema][rdk.spark.kafka_schema]'s.
+
+        Returns:
+            The stream reader.
+
+        Raises:
+            rdk.ConfigError: An invalid option, or a custom schema.
+        """
         opts = parse_read_options(self.options, streaming=True)
         _check_read_schema(schema, opts.include_headers)
         return KafkaStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
+        """The batch writer of ``df.write`` (``.mode("append")``).
+
+        Args:
+            schema: The DataFrame's schema (the built-in sink's column rules apply).
+            overwrite: Whether Spark asks to overwrite; always refused.
+
+        Returns:
+            The batch writer.
+
+        Raises:
+            rdk.ConfigError: ``overwrite``, an invalid option, or columns the sink refuses.
+        """
         _refuse_overwrite(overwrite)
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
         return KafkaBatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
+        """The stream writer of ``df.writeStream``.
+
+        Args:
+            schema: The DataFrame's schema (the built-in sink's column rules apply).
+            overwrite: Ignored: a topic is only appended to.
+
+        Returns:
+            The stream writer.
+
+        Raises:
+            rdk.ConfigError: An invalid option, or columns the sink refuses.
+        """
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
         return KafkaStreamWriter(opts)

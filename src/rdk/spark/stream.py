@@ -91,7 +91,15 @@ def offsets_behind_latest(source: object) -> dict[str, float] | None:
     ``avgOffsetsBehindLatest`` for one source of a query progress
     (``query.lastProgress.sources[i]``, or its dict form), computed from its ``endOffset``
     and ``latestOffset``: pyspark's Python sources cannot add metrics to the progress
-    themselves. None when the source reported no latest offset."""
+    themselves. None when the source reported no latest offset.
+
+    Args:
+        source: One source's progress: a ``SourceProgress`` or its dict form.
+
+    Returns:
+        ``{"minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest"}``,
+        or None.
+    """
     def field(name: str) -> object:
         if isinstance(source, Mapping):
             return source.get(name)

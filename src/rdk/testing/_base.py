@@ -12,12 +12,21 @@ class EmbeddedBroker:
     partitions=1)``, ``close()`` (idempotent) and a context manager that closes it."""
 
     bootstrap_servers: str
+    """The ``host:port`` list clients connect to."""
     kind: str = "?"
+    """The broker kind's name (a key of ``KINDS``, or ``"external"``)."""
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create topic ``name`` with ``partitions`` partitions.
+
+        Args:
+            name: The topic name.
+            partitions: Its partition count.
+        """
         raise NotImplementedError
 
     def close(self) -> None:
+        """Stop the broker and free what it holds (idempotent)."""
         raise NotImplementedError
 
     def __enter__(self):

