@@ -34,7 +34,9 @@ def test_every_page_of_the_navigation_is_built(site):
         if page.endswith("/index.md"):
             html = site / page[: -len("index.md")] / "index.html"
         assert html.is_file(), f"{page} was not built ({html})"
-        assert "<article" in html.read_text(), f"{page} rendered no article"
+        text = html.read_text()
+        assert "<article" in text, f"{page} rendered no article"
+        assert "<p>```" not in text, f"{page} shows a code fence as text (no blank line around it?)"
 
 
 def test_the_search_index_holds_every_page(site):
