@@ -4,7 +4,7 @@
 import rdk.spark
 rdk.spark.register(spark)
 df = (spark.read.format("rdkafka")
-      .option("kafka.bootstrap.servers", "host:9092")
+      .option("kafka.bootstrap.servers", brokers)       # e.g. "host:9092"
       .option("subscribe", "events")
       .load())
 ```
