@@ -514,7 +514,11 @@ class ShareConsumer:
                 return
             self._stop_event.set()
             if threading.current_thread() in (self._thread, self._loop_thread.thread):
-                return  # the share thread stops once the callback returned
+                # from the callback: the share thread ends once it returned; a helper thread
+                # finishes the stop (acknowledge, commit, close) so that run() returns
+                threading.Thread(target=self.stop, args=(timeout,), daemon=True,
+                                 name=f"rdk-share-stop-{self.group_id}").start()
+                return
             first = self._state == "running"
             self._state = "stopping"
         if not first:

@@ -211,6 +211,27 @@ def test_stop_with_callback_in_flight_flushes_acknowledgements(kafka_cluster, ne
     assert sorted(first.values() + second.values()) == sorted([*values(20), b"marker"])
 
 
+def test_stop_from_the_callback_ends_run_and_accepts_the_batch(kafka_cluster, new_topic):
+    topic = new_topic(kafka_cluster, 1, prefix="share-run")
+    produce(kafka_cluster, topic, 0, values(10))
+    seen = Seen()
+    consumer: rdk.ShareConsumer
+
+    def receive(info):
+        seen.add(0, info)
+        if len(seen.values()) >= 10:
+            consumer.stop()          # from the callback: only asks; run() must then return
+
+    consumer = _consumer(kafka_cluster, topic, receive, _group())
+    runner = threading.Thread(target=consumer.run)
+    runner.start()
+    runner.join(90)
+    assert not runner.is_alive(), "run() did not return after stop() from the callback"
+    assert consumer.closed
+    assert sorted(seen.values()) == sorted(values(10))
+    assert consumer.stats().accepted == 10
+
+
 def test_future_result_settles_the_batch(kafka_cluster, new_topic):
     import concurrent.futures
 
