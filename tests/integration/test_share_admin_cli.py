@@ -135,6 +135,38 @@ def test_cli_consume_share_prints_messages_and_a_summary_on_sigint(kafka_cluster
             in err.decode()), err.decode()
 
 
+def test_cli_share_count_releases_the_rest_once_and_the_group_keeps_it(kafka_cluster, new_topic):
+    """--count 10 of 100: the member stops fetching at the count, so each record it did not
+    write is released at most once (every release counts towards the broker's delivery limit,
+    past which the record is archived); a second member then gets exactly the other 90."""
+    topic = new_topic(kafka_cluster, 1, prefix="scount")
+    produce(kafka_cluster, topic, 0, values(100))
+    group = _group()
+    proc = _rdk("consume", "-b", kafka_cluster.bootstrap_servers, "-t", topic, "--share", group,
+                "--start-offset", "earliest", "--count", "10")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    written = out.split()
+    assert len(written) == 10 and set(written) <= set(values(100))
+    summary = err.decode()
+    assert "accepted 10, released " in summary, summary
+    released = int(summary.split("released ")[1].split(",")[0])
+    assert released <= 90, f"records released more than once: {summary}"
+
+    rest: dict[bytes, int] = {}
+    lock = threading.Lock()
+
+    def take(info) -> None:
+        with lock:
+            rest.update((m.value, m.delivery_count) for m in info.messages)
+
+    with rdk.ShareConsumer(kafka_cluster.bootstrap_servers, topic, take, group_id=group) as c:
+        c.start()
+        wait_until(lambda: len(rest) >= 90, 60, "the 90 records not written")
+    assert sorted(rest) == sorted(set(values(100)) - set(written))
+    assert max(rest.values()) <= 2, f"delivery counts {Counter(rest.values())}"
+
+
 def test_cli_reject_on_error_rejects_the_record_it_cannot_write(kafka_cluster, new_topic):
     topic = new_topic(kafka_cluster, 1, prefix="srej")
     produce(kafka_cluster, topic, 0, [*values(4), b"bad", *values(4, 4)])

@@ -281,6 +281,11 @@ class _ShareWriter:
 
         if not self.done.is_set():
             self.done.set()
+            # stop fetching now (from the callback this only asks; the share thread ends once
+            # the callback returned): a member that went on fetching until the main thread
+            # stopped it would release the same records again and again, and each release
+            # counts towards the broker's delivery limit, past which a record is archived
+            self.consumer.stop()
             if workers.current_slot() is not None:
                 workers.request_stop()
 
