@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import re
 import subprocess
+from html import unescape
 
 import pytest
 
@@ -46,10 +47,11 @@ def test_the_search_index_holds_every_page(site):
 
 
 def test_home_page_holds_the_readme_samples(site):
-    home = (site / "index.html").read_text()
+    html = (site / "index.html").read_text()
+    text = unescape(re.sub(r"<[^>]+>", "", html))  # the code as a reader sees it, highlighting gone
     for sample in ("num_workers=2, worker_slot=0", 'format("rdkafka")', "producer.flush(10)"):
-        assert sample.replace('"', "&quot;") in home or sample in home, sample
-    assert "--8&lt;--" not in home and "--8<--" not in home, "a snippet was not expanded"
+        assert sample in text, sample
+    assert "--8<--" not in text, "a snippet was not expanded"
 
 
 def test_readme_is_a_front_page_whose_sections_the_site_holds():
