@@ -20,11 +20,14 @@ JOBS=${MUTMUT_JOBS:-2}
 declare -A MODULES=(
   [slots]="src/rdk/slots.py|tests/unit/test_slots.py tests/unit/test_slots_exact.py"
   [tracker]="src/rdk/consumer/_tracker.py|tests/unit/test_tracker.py"
-  [offsets]="src/rdk/offsets.py|tests/unit/test_offsets.py tests/unit/test_offsets_crash.py tests/unit/test_partition_locks.py"
+  # offsets: not test_offsets_crash.py (it SIGKILLs writer subprocesses at random moments for
+  # ~20 s; a mutant in this process is not what they run): with it the run passed 25 minutes
+  [offsets]="src/rdk/offsets.py|tests/unit/test_offsets.py tests/unit/test_partition_locks.py tests/unit/test_offsets_exact.py"
   [layout]="src/rdk/producer/_layout.py|tests/unit/test_producer_unit.py tests/unit/test_layout_exact.py"
-  [accounting]="src/rdk/producer/_accounting.py|tests/unit/test_producer_unit.py"
+  [accounting]="src/rdk/producer/_accounting.py|tests/unit/test_producer_unit.py tests/unit/test_accounting_exact.py"
+  [planner]="src/rdk/spark/planner.py|tests/unit/test_planner_exact.py tests/spark/test_ranges.py"
 )
-ORDER=(slots tracker offsets layout accounting)
+ORDER=(slots tracker offsets layout accounting planner)
 [ $# -gt 0 ] && ORDER=("$@")
 
 RUN=$(mktemp -d /tmp/rdk-mutation.XXXXXX)
