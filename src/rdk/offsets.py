@@ -571,13 +571,16 @@ def is_locked(directory: str | os.PathLike, topic: str, partition: int) -> bool:
     Raises:
         TypeError: ``topic`` is not a str, or ``partition`` not an int.
         ValueError: An illegal or too long topic name, a negative partition.
+        rdk.OffsetFileError: The lock file is a symbolic link, or cannot be opened.
     """
     _check_partition(partition)
     path = _lock_file_path(directory, topic)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = _open_no_symlink(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
+    except OSError as e:
+        raise OffsetFileError(f"lock file {os.fspath(path)!s} cannot be opened: {e}") from e
     try:
         return _range_lock(fd, partition, _F_OFD_GETLK, fcntl.F_WRLCK) != fcntl.F_UNLCK
     finally:

@@ -56,3 +56,14 @@ def test_a_symlinked_lock_file_is_refused(tmp_path):
     (tmp_path / ".t.lock").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(Exception, match="lock file"):
         lock_partitions(tmp_path, "t", [0])
+
+
+def test_is_locked_refuses_a_symlinked_lock_file_with_a_named_error(tmp_path):
+    from rdk import offsets
+    from rdk.errors import OffsetFileError
+
+    lock_path = offsets._lock_file_path(tmp_path, "t")
+    (tmp_path / "elsewhere").write_text("")
+    os.symlink(tmp_path / "elsewhere", lock_path)
+    with pytest.raises(OffsetFileError, match="symbolic link"):
+        is_locked(tmp_path, "t", 0)
