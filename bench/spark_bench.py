@@ -9,10 +9,14 @@ Contenders, in the same run and the same SparkSession:
 - ``naive``: a driver-side confluent-kafka consumer reads everything, then
   ``spark.createDataFrame`` (the usual jar-less workaround);
 - ``ceiling``: a Python data source that yields in-memory Arrow batches of the same schema
-  and shape without touching Kafka: the most any Python data source can deliver here.
+  and shape without touching Kafka: the most any Python data source can deliver here;
+- ``jvm``: Spark's own Kafka connector, ``spark.read.format("kafka")`` with the same options
+  (when scripts/setup.sh fetched its jars; handed to Spark with ``spark.jars``).
 
-Targets: rdk >= 10 x naive and >= 0.6 x ceiling. The broker is Tansu (started here; the
-mock cluster keeps only ~5 MiB per partition, too little for 100 MB) or ``RDK_BROKERS``.
+Targets: rdk >= 10 x naive, >= 0.6 x ceiling and >= 1.0 x the JVM connector. The broker
+(``--broker``) is Tansu by default (started here; the mock cluster keeps only ~5 MiB per
+partition, too little for 100 MB), ``kafka`` (an embedded Apache Kafka, which the JVM
+connector needs: Tansu's ListOffsets(latest) is wrong) or HOST:PORT; ``RDK_BROKERS`` too.
 
 With ``--master spark://HOST:PORT`` (a standalone cluster, e.g. scripts/spark-cluster.sh
 start's), the same queries run there too, after local mode, and both are reported side by
@@ -152,8 +156,19 @@ def naive_dataframe(spark, bootstrap: str, topic: str, messages: int):
     return spark.createDataFrame(rows, kafka_schema())
 
 
-def start_spark(master: str = "local[2]", archive: str = ""):
-    """The session every contender runs in, rdkafka and arrow_ceiling registered."""
+def jvm_connector_jars() -> list[str]:
+    """Jars of Spark's own Kafka connector (format("kafka")) that scripts/setup.sh fetched into
+    .deps/spark-sql-kafka-<version>/jars, or [] (then the ``jvm`` contender is left out)."""
+    root = Path(__file__).resolve().parents[1]
+    for folder in sorted(root.glob(".deps/spark-sql-kafka-*"), reverse=True):
+        if (folder / ".rdk-fetched").is_file():
+            return sorted(str(j) for j in (folder / "jars").glob("*.jar"))
+    return []
+
+
+def start_spark(master: str = "local[2]", archive: str = "", jars: list[str] | None = None):
+    """The session every contender runs in, rdkafka and arrow_ceiling registered (and Spark's
+    JVM Kafka connector on the classpath when ``jars``)."""
     from pyspark.sql import SparkSession
 
     import rdk.spark
@@ -163,6 +178,8 @@ def start_spark(master: str = "local[2]", archive: str = ""):
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.driver.memory", "4g")
                .config("spark.ui.showConsoleProgress", "false"))
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     if master.startswith("local"):
         os.environ["PYSPARK_PYTHON"] = sys.executable
     else:
@@ -244,6 +261,11 @@ def report(results: dict[str, dict[str, float]], n: int) -> None:
     print(f"rdk / ceiling: count {ceil_r['count_s'] / rdk_r['count_s']:.2f}x, "
           f"groupBy {ceil_r['groupby_s'] / rdk_r['groupby_s']:.2f}x, "
           f"both {vs_ceiling:.2f}x (target >= 0.6x)")
+    if "jvm" in results:
+        vs_jvm = results["jvm"]["both_s"] / rdk_r["both_s"]
+        print(f"rdk / Spark's JVM connector: count {results['jvm']['count_s'] / rdk_r['count_s']:.2f}x, "
+              f"groupBy {results['jvm']['groupby_s'] / rdk_r['groupby_s']:.2f}x, "
+              f"both {vs_jvm:.2f}x (target >= 1.0x)")
     if "naive" in results:
         vs_naive = results["naive"]["both_s"] / rdk_r["both_s"]
         print(f"rdk / naive: {vs_naive:.1f}x for count+groupBy (target >= 10x)")
@@ -262,12 +284,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--archive", help="with --master: the packed environment to ship "
                                       "(default: scripts/spark-cluster.sh env builds it)")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--broker", default=os.environ.get("RDK_BROKERS") or "tansu",
+                    help="tansu (default), kafka, or HOST:PORT of a running cluster")
+    ap.add_argument("--skip-jvm", action="store_true",
+                    help="leave out Spark's own JVM Kafka connector (format('kafka'))")
     args = ap.parse_args(argv)
     topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
     masters = ["local[2]"] + ([args.master] if args.master else [])
     by_master: dict[str, dict] = {}
     cwd = os.getcwd()
-    with start_broker(os.environ.get("RDK_BROKERS") or "tansu", {topic: PARTITIONS}) as broker, \
+    with start_broker(args.broker, {topic: PARTITIONS}) as broker, \
             tempfile.TemporaryDirectory(prefix="rdk-bench-") as workdir:
         bootstrap = broker.bootstrap_servers
         secs = produce(bootstrap, topic, args.messages)
@@ -277,10 +303,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for master in masters:
                 print(f"\n== {master}", flush=True)
-                spark = start_spark(master, archive)
+                jars = [] if args.skip_jvm else jvm_connector_jars()
+                if not jars and not args.skip_jvm:
+                    print("(Spark's JVM Kafka connector is not fetched: run scripts/setup.sh; "
+                          "the jvm contender is left out)", flush=True)
+                spark = start_spark(master, archive, jars)
                 try:
                     by_master[master] = run_contenders(spark, bootstrap, topic, args,
-                                                       naive=master.startswith("local"))
+                                                       naive=master.startswith("local"),
+                                                       jvm=bool(jars))
                 finally:
                     spark.stop()
         finally:
@@ -291,16 +322,20 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump({"messages": args.messages, "partitions": PARTITIONS,
                        "value_size": VALUE_SIZE,
-                       "broker": "tansu" if broker.kind == "tansu" else bootstrap,
+                       "broker": broker.kind if broker.kind in ("tansu", "kafka") else bootstrap,
                        "results": by_master["local[2]"],
                        "masters": by_master}, f, indent=2)
     return 0
 
 
 def run_contenders(spark, bootstrap: str, topic: str, args: argparse.Namespace,
-                   naive: bool) -> dict[str, dict[str, float]]:
+                   naive: bool, jvm: bool = False) -> dict[str, dict[str, float]]:
     def rdk_df():
         return (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", topic).load())
+
+    def jvm_df():  # Spark's own connector, the same options
+        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
                 .option("subscribe", topic).load())
 
     def ceiling_df():
@@ -308,7 +343,10 @@ def run_contenders(spark, bootstrap: str, topic: str, args: argparse.Namespace,
                 .option("partitions", PARTITIONS).load())
 
     keys = min(KEYS, args.messages // PARTITIONS)  # each partition cycles through the keys
-    results = time_sources({"ceiling": ceiling_df, "rdk": rdk_df}, args, keys)
+    makers = {"ceiling": ceiling_df, "rdk": rdk_df}
+    if jvm:
+        makers["jvm"] = jvm_df
+    results = time_sources(makers, args, keys)
     if naive and not args.skip_naive:
         results["naive"] = time_naive(spark, bootstrap, topic, args, keys)
     report(results, args.messages)

@@ -267,12 +267,24 @@ def latency_percentiles(data: Data, out: Path) -> Path:
 
 SPARK_CONTENDERS = [("ceiling", "Spark's ceiling (in-memory Arrow)", "tab:gray"),
                     ("rdk", "rdk rdkafka source", COLOURS["rdk"]),
+                    ("jvm", "Spark's JVM Kafka connector", "tab:red"),
                     ("naive", "naive (driver-side confluent-kafka read)", "tab:olive")]
 SPARK_QUERIES = [("count_s", "count()"), ("groupby_s", "groupBy(key).count()"),
                  ("both_s", "count + groupBy")]
 
 
 def spark_rows(data: Data, out: Path) -> Path:
+    """rdkafka against the ceiling and the naive way (spark_bench.json)."""
+    return _spark_plot(data, out, "spark_rows.svg")
+
+
+def spark_jvm(data: Data, out: Path) -> Path:
+    """rdkafka against Spark's own JVM connector on Apache Kafka (spark_jvm.json)."""
+    data.get("results", "jvm")
+    return _spark_plot(data, out, "spark_jvm.svg")
+
+
+def _spark_plot(data: Data, out: Path, name: str) -> Path:
     rows = data.get("messages", number=True)
     results = data.get("results")
     present = [c for c in SPARK_CONTENDERS if c[0] in results]
@@ -301,7 +313,7 @@ def spark_rows(data: Data, out: Path) -> Path:
     ax.set_title(f"Spark batch read, {rows:,} x {data.get('value_size')} B in "
                  f"{data.get('partitions')} partitions, local[2], broker {data.get('broker')}")
     fig.tight_layout()
-    path = out / "spark_rows.svg"
+    path = out / name
     _save(fig, path)
     return path
 
@@ -431,13 +443,16 @@ PLOTS: dict[str, tuple[str, list[Callable[[Data, Path], Path]]]] = {
                        [java_peer_throughput, latency_percentiles]),
     "spark_bench.json": (".venv/bin/python bench/spark_bench.py --messages 500000 --repeat 3 "
                          "--json docs/data/spark_bench.json", [spark_rows]),
+    "spark_jvm.json": (".venv/bin/python bench/spark_bench.py --broker kafka --messages 300000 "
+                       "--repeat 3 --warmup 2 --skip-naive --json docs/data/spark_jvm.json",
+                       [spark_jvm]),
     "start_cost.json": (".venv/bin/python bench/start_cost.py --out docs/data/start_cost.json",
                         [start_cost]),
     "share_bench.json": ("python bench/share_bench.py --repeat 3 --out docs/data/share_bench.json",
                          [share_throughput]),
 }
 EXPECTED = ["throughput_partitions.svg", "java_peer_throughput.svg", "latency_percentiles.svg",
-            "spark_rows.svg", "start_cost.svg", "share_throughput.svg"]
+            "spark_rows.svg", "spark_jvm.svg", "start_cost.svg", "share_throughput.svg"]
 
 
 def draw(data_dir: Path, out: Path) -> list[Path]:

@@ -29,6 +29,8 @@ EXPECTED = {
     "latency_percentiles.svg": ["rdk, 1,000 msg/s", "confluent-kafka, 50,000 msg/s",
                                 "Java EndToEndLatency", "p99.9"],
     "spark_rows.svg": ["Spark's ceiling", "rdk rdkafka source", "count + groupBy", "rows / s"],
+    "spark_jvm.svg": ["Spark's JVM Kafka connector", "rdk rdkafka source", "count + groupBy",
+                      "broker kafka"],
     "start_cost.svg": ["rdk start(), fresh", "confluent-kafka first batch", "rdk long, steady",
                        "peak RSS, MiB (median)"],
     "share_throughput.svg": ["rdk.ShareConsumer", "Java KafkaShareConsumer",
