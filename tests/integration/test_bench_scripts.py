@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import kafka_unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -51,3 +52,17 @@ def test_spark_bench_compares_rdk_with_the_ceiling_and_the_naive_way(tmp_path):
     results = json.loads(out.read_text())["results"]
     assert set(results) == {"ceiling", "rdk", "naive"}
     assert all(r["both_s"] > 0 for r in results.values())
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+def test_spark_bench_compares_rdk_with_sparks_jvm_connector_on_kafka(tmp_path):
+    if kafka_unavailable():
+        pytest.skip(kafka_unavailable())
+    out = tmp_path / "spark-jvm.json"
+    run("spark_bench.py", "--broker", "kafka", "--skip-naive", "--messages", "20000",
+        "--repeat", "1", "--warmup", "0", "--json", str(out), timeout=600)
+    data = json.loads(out.read_text())
+    assert data["broker"] == "kafka"
+    assert set(data["results"]) == {"ceiling", "rdk", "jvm"}  # every count checked by the bench
+    assert all(r["both_s"] > 0 for r in data["results"].values())
