@@ -68,3 +68,14 @@ def test_readme_links_point_at_files_that_exist():
     local = [link for link in links if "://" not in link]
     assert local, "README links into the docs"
     assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+def test_every_page_has_one_title():
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        titles, in_fence = [], False
+        for line in page.read_text().splitlines():
+            if line.startswith("```"):
+                in_fence = not in_fence
+            elif not in_fence and line.startswith("# "):
+                titles.append(line)
+        assert len(titles) == 1, f"{page.relative_to(ROOT)}: {titles or 'no title'}"
