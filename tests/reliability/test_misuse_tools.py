@@ -193,10 +193,10 @@ def test_topics_whose_offset_file_name_cannot_fit_are_refused_naming_the_limit(t
 def test_stale_temp_files_are_removed_short_and_old_style(tmp_path):
     topic = "t" * 240
     write_offset_file(tmp_path, topic, 0, 5)
-    from rdk import offsets
+    from rdk.offsets import _files
 
     name = f"{topic}-0.offset"
-    (tmp_path / f"{offsets._temp_prefix(name)}999-1.tmp").write_text("6\n")
+    (tmp_path / f"{_files._temp_prefix(name)}999-1.tmp").write_text("6\n")
     (tmp_path / f".{'u'}-0.offset.999-2.tmp").write_text("1\n")
     (tmp_path / ".u-0.offset.999-3.tmp").write_text("1\n")
     assert remove_temp_files(tmp_path, topic, [0]) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from rdk.errors import LockedError, OffsetFileError
 from rdk.offsets import (
     FileOffsetStore,
     OffsetCommitter,
+    _committer,
     is_locked,
     list_offset_files,
     lock_partitions,
@@ -256,7 +258,7 @@ class GatedStore:
 
 def test_committer_keeps_one_commit_in_flight_and_coalesces_newer_values():
     store = GatedStore()
-    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c = OffsetCommitter(store, logging.getLogger("test"))
     try:
         c.record({0: 1})
         assert store.entered.wait(5)  # the first commit is in flight, blocked
@@ -274,7 +276,7 @@ def test_committer_retries_a_failed_commit_and_reports_it(caplog):
     store = GatedStore()
     store.fail = 1
     store.gate.set()
-    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c = OffsetCommitter(store, logging.getLogger("test"))
     c.RETRY_SECONDS = 0.01
     try:
         c.record({0: 4})
@@ -300,7 +302,7 @@ def test_committer_logs_a_group_commit_refused_mid_rebalance_at_info(caplog):
 
     store = RebalancingStore()
     store.fail = 1
-    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c = OffsetCommitter(store, logging.getLogger("test"))
     c.RETRY_SECONDS = 0.01
     caplog.set_level("INFO")
     try:
@@ -315,7 +317,7 @@ def test_committer_logs_a_group_commit_refused_mid_rebalance_at_info(caplog):
 
 def test_committer_close_gives_up_on_time_when_the_store_hangs():
     store = GatedStore()
-    c = OffsetCommitter(store, offsets.logging.getLogger("test"))
+    c = OffsetCommitter(store, logging.getLogger("test"))
     c.record({0: 1})
     assert store.entered.wait(5)
     assert c.close(0.2) is False
@@ -354,10 +356,10 @@ class CommitterClock:
 
 def test_committer_spaces_commits_by_min_interval_and_flush_overrides_it(monkeypatch):
     clock = CommitterClock(1000.0)
-    monkeypatch.setattr(offsets, "time", clock)
+    monkeypatch.setattr(_committer, "time", clock)
     store = GatedStore()
     store.gate.set()
-    c = OffsetCommitter(store, offsets.logging.getLogger("test"), min_interval=30.0)
+    c = OffsetCommitter(store, logging.getLogger("test"), min_interval=30.0)
     try:
         c.record({0: 1})
         assert c.flush(5) and store.calls == [{0: 1}]  # started at 1000.0
@@ -419,7 +421,8 @@ def test_file_offset_store_topic_of_wrong_type_is_a_type_error(tmp_path):
 def test_one_flush_of_many_partitions_syncs_twice_and_few_sync_each_file(tmp_path):
     """Above SYNCFS_MIN_FILES changed files, one flush makes one syncfs and one directory
     fsync however many partitions it writes; below, one fsync per file plus the directory."""
-    from rdk.offsets import SYNCFS_MIN_FILES, FileOffsetStore, _syncfs
+    from rdk.offsets import SYNCFS_MIN_FILES, FileOffsetStore
+    from rdk.offsets._files import _syncfs
 
     store = FileOffsetStore(tmp_path, "many")
     many = {p: 1000 + p for p in range(2048)}

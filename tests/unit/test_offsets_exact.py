@@ -25,6 +25,10 @@ from rdk.offsets import (
     SYNCFS_MIN_FILES,
     BrokerOffsetStore,
     OffsetCommitter,
+    _committer,
+    _files,
+    _locks,
+    _stores,
     ensure_directory,
     is_locked,
     lock_partitions,
@@ -43,7 +47,7 @@ def _umask() -> int:
 
 
 class Clock:
-    """offsets.time for BrokerOffsetStore.read: sleep() moves the clock, nothing waits."""
+    """_stores.time for BrokerOffsetStore.read: sleep() moves the clock, nothing waits."""
 
     def __init__(self) -> None:
         self.now = 50.0
@@ -122,7 +126,7 @@ def test_bind_makes_one_consumer_client_that_never_commits_by_itself(monkeypatch
         def close(self):
             self.closed += 1
 
-    monkeypatch.setattr(offsets._binding, "Client", FakeClient)
+    monkeypatch.setattr(_stores._binding, "Client", FakeClient)
     log = logging.getLogger("x")
     s = BrokerOffsetStore("grp")
     s.bind(topic="t", broker="h:1,h2:2", driver_options={"group.id": "other", "a.b": "1"}, logger=log)
@@ -212,7 +216,7 @@ def test_broker_errors_name_the_group(store, cluster):
 @pytest.mark.parametrize("name", ["NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"])
 def test_read_asks_a_coordinator_not_ready_again(store, cluster, monkeypatch, name):
     clock = Clock()
-    monkeypatch.setattr(offsets, "time", clock)
+    monkeypatch.setattr(_stores, "time", clock)
     store.commit({0: 3})
     cluster.push_request_errors("OffsetFetch", [name])
     assert store.read([0]) == {0: 3}
@@ -221,7 +225,7 @@ def test_read_asks_a_coordinator_not_ready_again(store, cluster, monkeypatch, na
 
 def test_read_backs_off_doubling_up_to_a_second_then_gives_up_at_the_timeout(store, cluster, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(offsets, "time", clock)
+    monkeypatch.setattr(_stores, "time", clock)
     cluster.push_request_errors("OffsetFetch", ["NOT_COORDINATOR"] * 100)
     with pytest.raises(KafkaError) as ei:
         store.read([0])
@@ -301,7 +305,7 @@ def test_next_gap_is_the_cpu_cost_over_the_share_within_bounds():
 
 def test_the_gap_after_a_commit_comes_from_its_thread_cpu_time(monkeypatch):
     ticks = iter([100.0, 100.5])
-    monkeypatch.setattr(offsets, "time", SimpleNamespace(
+    monkeypatch.setattr(_committer, "time", SimpleNamespace(
         monotonic=time.monotonic, thread_time=lambda: next(ticks)))
     c = OffsetCommitter(Store(), Log(), max_cpu_share=0.25)
     c.record({0: 1})
@@ -509,11 +513,11 @@ def test_sync_calls_one_per_file_up_to_the_threshold_then_one_syncfs(tmp_path, m
         calls.append(os.path.samestat(os.fstat(fd), os.stat(tmp_path)))
         return 0
 
-    monkeypatch.setattr(offsets, "_syncfs", syncfs)
+    monkeypatch.setattr(_files, "_syncfs", syncfs)
     assert write_offset_files(tmp_path, "t", dict.fromkeys(range(n + 1), 2)) == 2
     assert calls == [True]
     assert write_offset_files(tmp_path, "t", {0: 3, 1: 3}) == 3 and calls == [True]
-    monkeypatch.setattr(offsets, "_syncfs", None)
+    monkeypatch.setattr(_files, "_syncfs", None)
     assert write_offset_files(tmp_path, "t", dict.fromkeys(range(n + 1), 4)) == n + 2
 
 
@@ -522,18 +526,18 @@ def test_sync_filesystem_reports_errno(tmp_path, monkeypatch):
         ctypes.set_errno(errno.EIO)
         return -1
 
-    monkeypatch.setattr(offsets, "_syncfs", failing)
+    monkeypatch.setattr(_files, "_syncfs", failing)
     with pytest.raises(OSError) as ei:
-        offsets._sync_filesystem(tmp_path)
+        _files._sync_filesystem(tmp_path)
     assert (ei.value.errno, ei.value.strerror) == (errno.EIO, f"syncfs: {os.strerror(errno.EIO)}")
-    monkeypatch.setattr(offsets, "_syncfs", lambda fd: 0)
-    assert offsets._sync_filesystem(tmp_path) is True
-    monkeypatch.setattr(offsets, "_syncfs", None)
-    assert offsets._sync_filesystem(tmp_path) is False
+    monkeypatch.setattr(_files, "_syncfs", lambda fd: 0)
+    assert _files._sync_filesystem(tmp_path) is True
+    monkeypatch.setattr(_files, "_syncfs", None)
+    assert _files._sync_filesystem(tmp_path) is False
 
 
 def test_load_syncfs_keeps_errno():
-    func = offsets._load_syncfs()
+    func = _files._load_syncfs()
     if func is None:
         pytest.skip("no syncfs in this libc")
     assert func.argtypes == [ctypes.c_int] and func.restype is ctypes.c_int
@@ -545,7 +549,7 @@ def test_load_syncfs_keeps_errno():
 def test_remove_temp_files_counts_what_it_removed(tmp_path):
     assert remove_temp_files(tmp_path / "missing", "t", [0]) == 0
     name = "t-0.offset"
-    prefix = offsets._temp_prefix(name)
+    prefix = _files._temp_prefix(name)
     for f in (f"{prefix}1-1.tmp", f"{prefix}1-2.tmp", f".{name}.9.tmp", f"{prefix}keep", "other.tmp"):
         (tmp_path / f).write_text("1")
     assert remove_temp_files(tmp_path, "t", [0]) == 3
@@ -557,12 +561,12 @@ def test_holder_pid_only_shows_digits(tmp_path):
     p.write_bytes(b"        123\n" + b"\xff\xfeabcdefghi\n" + b"   abc     \n")
     fd = os.open(p, os.O_RDONLY)
     try:
-        assert offsets._holder_pid(fd, 0) == " (pid 123)"
-        assert offsets._holder_pid(fd, 1) == ""
-        assert offsets._holder_pid(fd, 2) == ""
+        assert _locks._holder_pid(fd, 0) == " (pid 123)"
+        assert _locks._holder_pid(fd, 1) == ""
+        assert _locks._holder_pid(fd, 2) == ""
     finally:
         os.close(fd)
-    assert offsets._holder_pid(fd, 0) == ""  # a closed descriptor: nothing to show
+    assert _locks._holder_pid(fd, 0) == ""  # a closed descriptor: nothing to show
 
 
 def test_partition_locks_exact(tmp_path):
@@ -591,7 +595,7 @@ def test_partition_locks_exact(tmp_path):
 
 # -- second pass: what the first mutation run left ------------------------------------------
 class RecordingLib:
-    """offsets.lib with rd_kafka_committed / rd_kafka_commit recorded (and optionally bent)."""
+    """_stores.lib with rd_kafka_committed / rd_kafka_commit recorded (and optionally bent)."""
 
     def __init__(self, commit_err=0) -> None:
         self.committed_ms: list = []
@@ -613,8 +617,8 @@ class RecordingLib:
 def test_read_gives_librdkafka_the_time_left_in_ms(store, cluster, monkeypatch):
     clock = Clock()
     rec = RecordingLib()
-    monkeypatch.setattr(offsets, "time", clock)
-    monkeypatch.setattr(offsets, "lib", rec)
+    monkeypatch.setattr(_stores, "time", clock)
+    monkeypatch.setattr(_stores, "lib", rec)
     cluster.push_request_errors("OffsetFetch", ["NOT_COORDINATOR"])
     assert store.read([0]) == {}
     assert rec.committed_ms == [3000, 2950]
@@ -625,7 +629,7 @@ def test_read_gives_librdkafka_the_time_left_in_ms(store, cluster, monkeypatch):
 
 
 def test_a_partition_refused_by_the_commit_is_named(store, monkeypatch):
-    monkeypatch.setattr(offsets, "lib", RecordingLib(commit_err=ERROR_CODES["OFFSET_METADATA_TOO_LARGE"]))
+    monkeypatch.setattr(_stores, "lib", RecordingLib(commit_err=ERROR_CODES["OFFSET_METADATA_TOO_LARGE"]))
     with pytest.raises(KafkaError) as ei:
         store.commit({1: 5})
     assert ei.value.name == "OFFSET_METADATA_TOO_LARGE"
@@ -708,7 +712,7 @@ def test_temp_files_are_named_by_a_20_hex_digit_hash(tmp_path):
     import hashlib
 
     digest = hashlib.sha1(b"t-0.offset").hexdigest()[:20]
-    assert offsets._temp_prefix("t-0.offset") == f".tmp-{digest}."
+    assert _files._temp_prefix("t-0.offset") == f".tmp-{digest}."
     # a temp file a killed writer (of this or an earlier release) left is found by that name
     (tmp_path / f".tmp-{digest}.77-3.tmp").write_text("5")
     assert remove_temp_files(tmp_path, "t", [0]) == 1
@@ -718,7 +722,7 @@ def test_a_lock_that_fails_for_another_reason_is_an_offset_file_error(tmp_path, 
     def no_locks(fd, partition, command, kind):
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
-    monkeypatch.setattr(offsets, "_range_lock", no_locks)
+    monkeypatch.setattr(_locks, "_range_lock", no_locks)
     with pytest.raises(OffsetFileError) as ei:
         lock_partitions(tmp_path, "t", [4])
     assert str(ei.value) == (f"cannot lock partition 4 in {tmp_path / '.t.lock'}: [Errno {errno.ENOLCK}] "

@@ -59,10 +59,10 @@ def test_a_symlinked_lock_file_is_refused(tmp_path):
 
 
 def test_is_locked_refuses_a_symlinked_lock_file_with_a_named_error(tmp_path):
-    from rdk import offsets
     from rdk.errors import OffsetFileError
+    from rdk.offsets import _locks
 
-    lock_path = offsets._lock_file_path(tmp_path, "t")
+    lock_path = _locks._lock_file_path(tmp_path, "t")
     (tmp_path / "elsewhere").write_text("")
     os.symlink(tmp_path / "elsewhere", lock_path)
     with pytest.raises(OffsetFileError, match="symbolic link"):
