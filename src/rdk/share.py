@@ -26,15 +26,15 @@ import os
 import queue
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
-from . import _binding, _exit
+from . import _binding
 from ._binding import ffi, lib
-from .errors import ClosedError, ConfigError, KafkaError
+from ._lifecycle import Lifecycle
+from .errors import ConfigError, KafkaError
 from .message import Message, _tuplegetter
 from .validate import (
     check_bootstrap_rule,
@@ -42,10 +42,9 @@ from .validate import (
     check_callable,
     check_choice,
     check_int,
+    check_logger,
     check_options,
-    check_timeout,
     check_topic_name,
-    check_wait,
 )
 
 if TYPE_CHECKING:
@@ -257,7 +256,7 @@ def rdk_share_on_ack(rkshare: Any, partitions: Any, err: int, opaque: Any) -> No
 
 # ---- the consumer ------------------------------------------------------------------------
 
-class ShareConsumer:
+class ShareConsumer(Lifecycle):
     """``ShareConsumer(broker, topics, receive_callback, *, group_id, ...)``: a member of
     share group ``group_id`` (Kafka >= 4.2; librdkafka's preview share consumer).
 
@@ -338,9 +337,7 @@ class ShareConsumer:
         self.statistics_interval_ms = check_int(
             statistics_interval_ms, "statistics_interval_ms", minimum=0, maximum=86_400_000)
         self.decode = check_choice(decode, "decode", (None, "utf-8"))
-        if logger is not None and not isinstance(logger, (logging.Logger, logging.LoggerAdapter)):
-            raise TypeError(f"logger must be a logging.Logger, got {type(logger).__name__}")
-        self.logger: Any = logger or log
+        self.logger = check_logger(logger) or log
         from .consumer._loop_thread import LoopThread, is_event_loop
 
         if loop is not None and not is_event_loop(loop):
@@ -365,16 +362,12 @@ class ShareConsumer:
         }
         _binding.validate_options(self._props)  # librdkafka refuses bad properties now
 
-        self._pid = os.getpid()
-        self._state = "new"  # new -> running -> stopping -> closed
-        self._mode: str | None = None
-        self._state_lock = threading.RLock()
-        self._stop_event = threading.Event()
-        self._closed_event = threading.Event()
+        self._describe = f"share consumer of group {group_id}"
+        self._owner = f"ShareConsumer of group {group_id!r}"
+        self._init_lifecycle()
         self._give_up = threading.Event()  # stop()'s deadline passed: release, do not wait
         self._thread: threading.Thread | None = None
         self._handoff: queue.Queue[ShareBatch | None] = queue.Queue(maxsize=1)
-        self._error: KafkaError | None = None
         self._rkshare: Any = None
         self._handle: Any = None
         self._counts = ShareStats()
@@ -406,36 +399,14 @@ class ShareConsumer:
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         self._open("callback")
 
-    def run(self) -> None:
-        """``start()``, then block until ``stop()`` (from anywhere) or KeyboardInterrupt;
-        raises the KafkaError that stopped the consumer, if one did.
-
-        Raises:
-            rdk.KafkaError: The error that stopped the consumer, and the errors of `start()`.
-        """
-        self.start()
-        try:
-            while not self._closed_event.wait(0.25):
-                pass
-        except KeyboardInterrupt:
-            self.stop()
-        if self._error is not None:
-            raise self._error
-
     def _open(self, mode: str) -> None:
         with self._state_lock:
-            self._check_process()
-            if self._state != "new":
-                if self._state == "running":
-                    raise RuntimeError("this ShareConsumer is already started")
-                raise ClosedError("this ShareConsumer is stopped; make a new one")
+            self._check_openable()
             if mode == "callback":
                 self._loop_thread.check_open()
             self._prepare_group()
             self._rkshare = self._new_handle()
-            self._mode = mode
-            self._state = "running"
-            _exit.register(self, _exit.CONSUMERS)
+            self._mark_running(mode)
             self._thread = threading.Thread(target=self._run, daemon=True,
                                             name=f"rdk-share-{self.group_id}")
             self._thread.start()
@@ -502,29 +473,13 @@ class ShareConsumer:
             TypeError: ``timeout`` is not a number.
             ValueError: ``timeout`` is negative or nan.
         """
-        timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
-        if os.getpid() != self._pid:
-            return
-        with self._state_lock:
-            if self._state == "new":
-                self._state = "closed"
-                self._closed_event.set()
-                return
-            if self._state == "closed":
-                return
-            self._stop_event.set()
-            if threading.current_thread() in (self._thread, self._loop_thread.thread):
-                # from the callback: the share thread ends once it returned; a helper thread
-                # finishes the stop (acknowledge, commit, close) so that run() returns
-                threading.Thread(target=self.stop, args=(timeout,), daemon=True,
-                                 name=f"rdk-share-stop-{self.group_id}").start()
-                return
-            first = self._state == "running"
-            self._state = "stopping"
-        if not first:
-            self._closed_event.wait(timeout)
-            return
-        deadline = time.monotonic() + timeout
+        self._stop(timeout)
+
+    def _on_own_thread(self) -> bool:
+        return threading.current_thread() in (self._thread, self._loop_thread.thread)
+
+    def _finish(self, deadline: float, timeout: float) -> None:
+        """Wait for the share thread (it acknowledges, commits and closes), then the loop."""
         self._deadline = deadline
         thread = self._thread
         if thread is not None:
@@ -538,36 +493,6 @@ class ShareConsumer:
                            "its batch is released by the broker once its acquisition lock "
                            "runs out, and the handle is closed when the callback returns")
         self._loop_thread.close()
-        with self._state_lock:
-            self._state = "closed"
-        self._closed_event.set()
-        _exit.unregister(self, _exit.CONSUMERS)
-
-    def _close_at_exit(self, timeout: float) -> None:
-        if self._state in ("running", "stopping"):
-            self.logger.info("share consumer of group %s: stopping at interpreter exit "
-                             "(up to %.1f s)", self.group_id, timeout)
-            self.stop(timeout)
-
-    def close(self) -> None:
-        """Same as ``stop()``."""
-        self.stop()
-
-    def __enter__(self) -> ShareConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def closed(self) -> bool:
-        """True once the consumer is stopped and closed."""
-        return self._state == "closed"
-
-    @property
-    def error(self) -> KafkaError | None:
-        """The KafkaError that stopped the consumer, if any."""
-        return self._error
 
     def pause(self) -> None:
         """Not available: librdkafka 2.15's share consumer (preview) has no pause/resume,
@@ -622,16 +547,7 @@ class ShareConsumer:
             rdk.ClosedError: In a process forked after the consumer was made, or stopped.
             rdk.KafkaError: The error that stopped the consumer, and the errors of `start()`.
         """
-        self._check_process()
-        if timeout is not None:
-            timeout = check_timeout(timeout)
-        with self._state_lock:
-            if self._state == "new":
-                self._open("iterator")
-            elif self._mode != "iterator":
-                raise RuntimeError("batches() cannot be used after start(); receive_callback "
-                                   "already receives the batches")
-        return self._iterate(timeout)
+        return self._iterate(self._begin_iteration(timeout))
 
     def _iterate(self, timeout: float | None) -> Iterator[ShareBatch]:
         prev: ShareBatch | None = None
@@ -884,15 +800,12 @@ class ShareConsumer:
 
     # ---- errors ----------------------------------------------------------------------
     def _fail(self, err: KafkaError) -> None:
-        with self._state_lock:
-            if self._error is not None:
-                return
-            self._error = err
+        if not self._fail_once(err):
+            return
         self.logger.error("share consumer of group %s stops: %s", self.group_id, err)
         self._stop_event.set()
         if self._mode == "callback" and threading.current_thread() is self._thread:
-            threading.Thread(target=self.stop, daemon=True,
-                             name=f"rdk-share-stop-{self.group_id}").start()
+            self._stop_in_background()
 
     def _log_limited(self, level: int, key: Any, fmt: str, *args: Any) -> None:
         show, held = self._repeats.allow(key)
@@ -900,17 +813,6 @@ class ShareConsumer:
             if held:
                 fmt += f" (and {held} more like it)"
             self.logger.log(level, fmt, *args)
-
-    def _warn(self, text: str) -> None:
-        self.logger.warning("share consumer of group %s: %s", self.group_id, text)
-        warnings.warn(text, RuntimeWarning, stacklevel=3)
-
-    def _check_process(self) -> None:
-        if os.getpid() != self._pid:
-            raise ClosedError(
-                f"this ShareConsumer of group {self.group_id!r} was created in process "
-                f"{self._pid} and this is process {os.getpid()}: librdkafka handles do not "
-                "survive fork(); create the ShareConsumer in the process that uses it")
 
     def __repr__(self) -> str:
         return (f"<ShareConsumer group={self.group_id!r} topics={self.topics!r} "

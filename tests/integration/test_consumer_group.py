@@ -126,10 +126,10 @@ def test_eager_assignor_works_too(broker, new_topic):
         c.start()
         got.wait_for(20)
         assert sorted(c.assignment) == [(topic, 0), (topic, 1)]
-        assert c._client is not None
+        assert c._assignment.client is not None
         from rdk._binding import ffi, lib
 
-        assert ffi.string(lib.rd_kafka_rebalance_protocol(c._client.rk)) == b"EAGER"
+        assert ffi.string(lib.rd_kafka_rebalance_protocol(c._assignment.client.rk)) == b"EAGER"
 
 
 def test_kip848_consumer_protocol(broker, new_topic):
@@ -330,14 +330,16 @@ def _rebalance_with_batches_in_flight(broker, new_topic):
                         on_revoke=on_revoke, max_messages_per_callback=25)
     c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
                         max_messages_per_callback=25)
-    tracker_wait = c1._tracker_wait
+    tracker = c1._progress.tracker
+    tracker_wait = tracker.wait_partitions_settled
 
     def logged_tracker_wait(keys, timeout):  # the revoke's wait for in-flight batches
+        keys = list(keys)
         settled = tracker_wait(keys, timeout)
         log.add("revoke wait", frozenset(p for _t, p in keys), settled)
         return settled
 
-    c1._tracker_wait = logged_tracker_wait
+    tracker.wait_partitions_settled = logged_tracker_wait
     try:
         c1.start()
         log.wait(lambda ev: set().union(*(e[2] for e in ev if e[0] == "handed")) == set(range(4)),
@@ -438,7 +440,7 @@ def _hold_a_batch_across_a_revoke(broker, new_topic):
         wait_until(lambda: len(first.messages) >= 200, 30, "the first member's deliveries")
         wait_until(lambda: committed(broker, group, topic, range(4)) == dict.fromkeys(range(4), 49),
                    30, "the first phase committed")
-        pipeline = c1._pipeline
+        pipeline = c1._assignment.pipeline
         fences = pipeline._fences
         convert = pipeline.convert
         pipeline._handout_lock = WatchedLock(pipeline._handout_lock, log)

@@ -117,7 +117,7 @@ def test_consumer_rides_out_broker_faults_without_loss_gaps_or_busy_spin(tmp_pat
             # 1. the leader of every partition goes down, with fetches in flight
             feed.running.clear()
             mc.broker_set_down(1)
-            pipeline = consumer._pipeline  # its _seq counts the fetch thread's C calls
+            pipeline = consumer._assignment.pipeline  # its _seq counts the fetch thread's C calls
             first = got.stats + 1  # the first callback that surely starts after the fault
             got.wait_stats(first, 30)
             fetches_at_first = pipeline._seq

@@ -27,20 +27,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._binding import ERROR_CODES, Client, check, check_error, ffi, lib
 from .._partitions import partition_list, partition_list_offsets
 from ..errors import KafkaError
-from ._batch import Batch
-from ._tracker import SettlementTracker
+from ._progress import Key
 
 if TYPE_CHECKING:
     from .._fetch import GroupFetcher
     from ._pipeline import FetchPipeline
 
-__all__ = ["REVOKE_TIMEOUT", "GroupMember", "GroupOffsetStore", "Key", "TopicFileStores",
-           "TopicKeyedStore", "TopicTrackers"]
+__all__ = ["REVOKE_TIMEOUT", "GroupHost", "GroupMember", "GroupOffsetStore", "Key"]
 
 #: seconds a revoke waits at most for the revoked partitions' in-flight batches to settle
 #: (and less if ``max.poll.interval.ms``, the group's rebalance timeout, is under twice that)
@@ -48,7 +46,6 @@ REVOKE_TIMEOUT = 30.0
 _COMMIT_TIMEOUT = 10.0
 _POLL_MS = 100
 
-Key = tuple[str, int]  # (topic, partition)
 
 
 def _keys(tpl: Any) -> list[Key]:
@@ -95,57 +92,33 @@ class GroupOffsetStore:
         return f"GroupOffsetStore({self.group_id!r})"
 
 
-class TopicKeyedStore:
-    """A one-topic OffsetStore (``{partition: last}``) seen with (topic, partition) keys."""
+class GroupHost(Protocol):
+    """What the :class:`GroupMember` needs of its consumer (all called on the group thread)."""
 
-    def __init__(self, store: Any, topic: str) -> None:
-        self.store, self.topic = store, topic
+    topic: str
+    logger: logging.Logger | logging.LoggerAdapter
+    on_assign: Callable[[list[Key]], Any] | None
+    on_revoke: Callable[[list[Key]], Any] | None
 
-    def read(self, keys: Sequence[Key]) -> dict[Key, int]:
-        got = self.store.read([p for _t, p in keys])
-        if not isinstance(got, Mapping):
-            raise TypeError(f"offset_store.read() of {type(self.store).__name__} must return a "
-                            f"dict {{partition: last processed offset}}, got {type(got).__name__}")
-        return {(self.topic, p): v for p, v in got.items()}
-
-    def commit(self, offsets: Mapping[Key, int]) -> None:
-        self.store.commit({p: v for (_t, p), v in offsets.items()})
-
-
-class TopicFileStores:
-    """kafka-native's offset files of several topics, with (topic, partition) keys."""
-
-    def __init__(self, directory: Any, topics: Sequence[str]) -> None:
-        from ..offsets import FileOffsetStore
-
-        self.stores = {t: FileOffsetStore(directory, t) for t in topics}
-
-    def read(self, keys: Sequence[Key]) -> dict[Key, int]:
-        out: dict[Key, int] = {}
-        for t, store in self.stores.items():
-            ps = [p for kt, p in keys if kt == t]
-            if ps:
-                out.update({(t, p): v for p, v in store.read(ps).items()})
-        return out
-
-    def commit(self, offsets: Mapping[Key, int]) -> None:
-        by_topic: dict[str, dict[int, int]] = {}
-        for (t, p), v in offsets.items():
-            by_topic.setdefault(t, {})[p] = v
-        for t, values in by_topic.items():
-            self.stores[t].commit(values)
+    @property
+    def paused(self) -> bool: ...          # pause() holds across rebalances
+    @property
+    def stopping(self) -> bool: ...        # stop() began
+    def starts_of(self, keys: list[Key]) -> dict[Key, int]: ...  # next offsets of new ones
+    def assignment_changed(self) -> None: ...
+    def wait_settled(self, keys: list[Key], until: float) -> bool: ...
+    def flush(self, until: float) -> None: ...
+    def on_error(self, err: KafkaError) -> None: ...
+    def fail(self, err: KafkaError) -> None: ...
 
 
 class GroupMember:
     """Subscribes and serves the group's events on thread ``rdk-group-<topic>``.
 
-    ``host`` is the Consumer: it gives ``_group_starts(keys)`` (next offsets),
-    ``_group_assigned(keys, added)``, ``_wait_partitions(keys, until)``,
-    ``_flush_offsets(until)``, ``_on_client_error(err)``, ``_fail(err)``, ``paused``,
-    ``logger`` and the user's ``on_assign``/``on_revoke``.
+    ``host`` is the consumer's group assignment (see :class:`GroupHost`).
     """
 
-    def __init__(self, host: Any, client: Client, pipeline: FetchPipeline, fetcher: GroupFetcher,
+    def __init__(self, host: GroupHost, client: Client, pipeline: FetchPipeline, fetcher: GroupFetcher,
                  subscription: Sequence[str], name: str, rebalance_timeout: float) -> None:
         self.host = host
         # the group waits this long for members to rejoin: the revoke must end well before
@@ -208,7 +181,7 @@ class GroupMember:
                 self._dispatch(ev)
             except BaseException as e:  # a bug or a failed (un)assign: say so and stop
                 self.logger.exception("consumer of %s: group thread failed", self.host.topic)
-                self.host._fail(e if isinstance(e, KafkaError) else KafkaError(
+                self.host.fail(e if isinstance(e, KafkaError) else KafkaError(
                     ERROR_CODES["_FAIL"], f"group thread failed: {e!r}",
                     context=f"group of {self.host.topic}"))
             finally:
@@ -226,7 +199,7 @@ class GroupMember:
         elif etype == lib.RD_KAFKA_EVENT_ERROR:
             err = lib.rd_kafka_event_error(ev)
             text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
-            self.host._on_client_error(
+            self.host.on_error(
                 KafkaError(err, text, fatal=bool(lib.rd_kafka_event_error_is_fatal(ev))))
 
     def _assign(self, tpl: Any) -> None:
@@ -235,7 +208,7 @@ class GroupMember:
         if self.closing:  # leaving: take them as they are, they are revoked next
             self._do_assign(tpl)
             return
-        starts = host._group_starts(keys)
+        starts = host.starts_of(keys)
         pipeline.fence(keys, keep_new=True)
         for i, (t, p) in enumerate(keys):
             self.fetcher.add(t, p)
@@ -247,7 +220,7 @@ class GroupMember:
         self._do_assign(tpl)
         if host.paused:  # pause() holds across rebalances
             check(lib.rd_kafka_pause_partitions(self.client.rk, tpl), "pause newly assigned")
-        host._group_assigned(keys, True)
+        host.assignment_changed()
         self.logger.info("consumer of %s: assigned %s, starting at %s", host.topic, keys,
                          {k: v for k, v in starts.items()})
         self._user("on_assign", keys)
@@ -266,19 +239,19 @@ class GroupMember:
         if lost:
             self.logger.warning("consumer of %s: partitions %s were lost (this member left "
                                 "the group's generation); not committing them", host.topic, keys)
-        elif not self.closing and not self.host._stop_event.is_set():
+        elif not self.closing and not host.stopping:
             # (once stopping, stop() waits for the batches and commits, bounded by its
             # timeout; blocking here would hold up the rebalance those commits need)
             until = time.monotonic() + self.revoke_timeout
-            if not host._wait_partitions(keys, until):
+            if not host.wait_settled(keys, until):
                 self.logger.warning("consumer of %s: batches of revoked partitions %s did not "
                                     "settle within %g s; giving them up without their offsets",
                                     host.topic, keys, self.revoke_timeout)
-            host._flush_offsets(until)
+            host.flush(until)
         self._user("on_revoke", keys)
         with self._lock:
             self.assigned.difference_update(keys)
-        host._group_assigned(keys, False)
+        host.assignment_changed()
         if self.cooperative:
             check_error(lib.rd_kafka_incremental_unassign(self.client.rk, tpl), "incremental unassign")
         else:
@@ -286,7 +259,7 @@ class GroupMember:
         self.logger.info("consumer of %s: revoked %s", host.topic, keys)
 
     def _user(self, name: str, keys: list[Key]) -> None:
-        fn = getattr(self.host, f"_{name}", None)
+        fn = getattr(self.host, name)
         if fn is None:
             return
         try:
@@ -305,66 +278,3 @@ class GroupMember:
     def is_owned(self, keys: Iterable[Key]) -> bool:
         with self._lock:
             return all(k in self.assigned for k in keys)
-
-
-def wait_partitions(tracker: SettlementTracker, partitions: list[int], timeout: float) -> bool:
-    """Wait until no batch of ``partitions`` is in flight in ``tracker``."""
-    return tracker.wait_partitions_settled(partitions, timeout)
-
-
-class TopicTrackers:
-    """One :class:`SettlementTracker` per topic, behind the tracker's interface (a batch
-    holds one topic's messages, so each batch goes to one of them)."""
-
-    def __init__(self, commit_on_error: bool, logger: logging.Logger | logging.LoggerAdapter) -> None:
-        self.commit_on_error = commit_on_error
-        self.logger = logger
-        self._by_topic: dict[str, SettlementTracker] = {}
-        self._lock = threading.Lock()
-        self.closed = False
-
-    def of(self, topic: str) -> SettlementTracker:
-        tracker = self._by_topic.get(topic)
-        if tracker is None:
-            with self._lock:
-                tracker = self._by_topic.get(topic)
-                if tracker is None:
-                    tracker = SettlementTracker(self.commit_on_error, self.logger, topic)
-                    if self.closed:
-                        tracker.close()
-                    self._by_topic = {**self._by_topic, topic: tracker}
-        return tracker
-
-    def add(self, batch: Batch) -> None:
-        self.of(batch.topic).add(batch)
-
-    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
-               record_to: Callable[[dict[int, int]], None] | None = None,
-               ) -> tuple[bool, dict[int, int]]:
-        return self.of(batch.topic).settle(batch, ok, part, record_to)
-
-    def abandon(self, batch: Batch) -> bool:
-        return self.of(batch.topic).abandon(batch)
-
-    @property
-    def unsettled(self) -> int:
-        return sum(t.unsettled for t in self._by_topic.values())
-
-    def wait_settled(self, timeout: float) -> bool:
-        until = time.monotonic() + timeout
-        return all(t.wait_settled(until - time.monotonic()) for t in self._by_topic.values())
-
-    def wait_partitions_settled(self, keys: Iterable[Key], timeout: float) -> bool:
-        until = time.monotonic() + timeout
-        by_topic: dict[str, list[int]] = {}
-        for t, p in keys:
-            by_topic.setdefault(t, []).append(p)
-        return all(wait_partitions(self.of(t), ps, until - time.monotonic())
-                   for t, ps in by_topic.items())
-
-    def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            trackers = list(self._by_topic.values())
-        for t in trackers:
-            t.close()

@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -127,7 +127,7 @@ class FetchPipeline:
     Holds ``expected`` (per partition of ``topic``, the next offset a batch should start
     at: from ``next_offsets``, else -1 for unknown; advanced as batches are converted; other
     topics have theirs in :meth:`expected_of`), the ``fetched`` and ``handed`` message counts
-    per partition (keys ``(topic, partition)`` when ``multi_topic``), and the
+    per ``(topic, partition)``, and the
     ``fetch_thread``. ``on_idle`` (set before :meth:`start_thread`) is called on the fetch
     thread at most once every IDLE_CHECK_SECONDS while nothing arrives; ``on_fatal(err)``
     when fetching cannot go on; ``settle`` is given to every Batch for ``Batch.commit()``.
@@ -139,15 +139,13 @@ class FetchPipeline:
     """
 
     def __init__(self, client: Client, topic: str, *, partition_count: int,
-                 partitions: Sequence[int], next_offsets: Mapping[int, int],
                  max_messages: int, decode: bool,
                  stopping: threading.Event, running: threading.Event,
                  logger: logging.Logger | logging.LoggerAdapter,
                  on_fatal: Callable[[KafkaError], None],
                  settle: Callable[[Batch, bool], None],
-                 fetcher: Any = None, multi_topic: bool = False) -> None:
+                 fetcher: Any = None) -> None:
         self.topic = topic
-        self.multi_topic = multi_topic
         self.partition_count = partition_count
         self.max_messages = max_messages
         self.decode = decode
@@ -157,12 +155,10 @@ class FetchPipeline:
         self._on_fatal = on_fatal
         self._settle = settle
         self.expected = ffi.new("int64_t[]", [-1] * partition_count)
-        for p, offset in next_offsets.items():
-            self.expected[p] = offset
         # per topic: (int64_t[] of next offsets, its length); replaced whole when it grows
         self._expected: dict[str, tuple[Any, int]] = {topic: (self.expected, partition_count)}
-        self.fetched: dict[Any, int] = dict.fromkeys(partitions, 0)
-        self.handed: dict[Any, int] = dict.fromkeys(partitions, 0)
+        self.fetched: dict[tuple[str, int], int] = {}
+        self.handed: dict[tuple[str, int], int] = {}
         self.fetch_thread: threading.Thread | None = None
         self._queue: queue.Queue[Filled] = queue.Queue()
         self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
@@ -228,10 +224,6 @@ class FetchPipeline:
                 pass
         return result
 
-    def count_key(self, topic: str, partition: int) -> Any:
-        """The key of ``fetched``/``handed``."""
-        return (topic, partition) if self.multi_topic else partition
-
     @contextmanager
     def between_fetches(self) -> Iterator[None]:
         """Hold the fetch thread between two fetch calls (a waiting call is ended early).
@@ -294,14 +286,10 @@ class FetchPipeline:
         np = b.n_parts
         parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
                          ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np), strict=True))
-        topic = ffi.string(b.topic).decode() if self.multi_topic else self.topic
+        topic = ffi.string(b.topic).decode() or self.topic
         fetched = self.fetched
-        if self.multi_topic:
-            for p, _first, _last, count in parts:
-                fetched[(topic, p)] = fetched.get((topic, p), 0) + count
-        else:
-            for p, _first, _last, count in parts:
-                fetched[p] = fetched.get(p, 0) + count
+        for p, _first, _last, count in parts:
+            fetched[(topic, p)] = fetched.get((topic, p), 0) + count
         carry = b.carry_end > b.carry_start
         self._queue.put((b, parts, self._seq, topic))  # never blocks: the buffers bound the queue
         return carry
@@ -320,8 +308,8 @@ class FetchPipeline:
 
     def buffered_keys(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Per (topic, partition), messages fetched but not yet handed out."""
-        fetched, handed, key = self.fetched, self.handed, self.count_key
-        return {(t, p): fetched.get(key(t, p), 0) - handed.get(key(t, p), 0) for t, p in keys}
+        fetched, handed = self.fetched, self.handed
+        return {k: fetched.get(k, 0) - handed.get(k, 0) for k in keys}
 
     def next_offsets(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The next offset of each (topic, partition) (-1: unknown), read without growing."""
@@ -344,6 +332,32 @@ class FetchPipeline:
             self._uncount(topic, parts)
             self._pool.put_back(b)
 
+    def next_batch(self, timeout: float | None, track: Callable[[Batch], Any],
+                   running: threading.Event, stop: threading.Event,
+                   error: Callable[[], KafkaError | None]) -> Batch | None:
+        """Iterator mode: the next batch, tracked; None after ``timeout`` seconds (None:
+        never) or once ``stop`` is set; raises ``error()`` once there is one. Waits while
+        ``running`` is clear (paused)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if stop.is_set():
+                return None
+            failed = error()
+            if failed is not None:
+                raise failed
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if left <= 0:
+                return None
+            if not running.is_set():
+                running.wait(left)
+                continue
+            try:
+                batch = self.hand_out(self.wait_filled(left), track)
+            except queue.Empty:
+                continue
+            if batch is None or batch.messages:
+                return batch  # (empty: all of it was of partitions fenced off meanwhile)
+
     def _dropped(self, filled: Filled) -> set[int]:
         """Partitions of ``filled`` whose messages a fence drops (forgets passed fences)."""
         _b, parts, seq, topic = filled
@@ -362,8 +376,7 @@ class FetchPipeline:
     def _uncount(self, topic: str, parts: Parts) -> None:
         fetched = self.fetched
         for p, _first, _last, count in parts:
-            key = self.count_key(topic, p)
-            fetched[key] = fetched.get(key, 0) - count
+            fetched[(topic, p)] = fetched.get((topic, p), 0) - count
 
     def hand_out(self, filled: Filled, track: Callable[[Batch], Any]) -> Batch | None:
         """:meth:`convert`, then ``track(batch)`` (the settlement tracker's ``add``) if any
@@ -401,12 +414,8 @@ class FetchPipeline:
             parts = [x for x in parts if x[0] not in dropped]
             messages = [m for m in messages if m[5] not in dropped]
         handed = self.handed
-        if self.multi_topic:
-            for p, _first, _last, count in parts:
-                handed[(topic, p)] = handed.get((topic, p), 0) + count
-        else:
-            for p, _first, _last, count in parts:
-                handed[p] = handed.get(p, 0) + count
+        for p, _first, _last, count in parts:
+            handed[(topic, p)] = handed.get((topic, p), 0) + count
         return Batch(messages, int(reps[0]), int(reps[1]), topic, parts, self._settle)
 
     # ---- closing -----------------------------------------------------------------------

@@ -1,0 +1,204 @@
+"""The lifecycle both consumers share (``rdk.Consumer`` and ``rdk.ShareConsumer``).
+
+States: new -> running -> stopping -> closed. A consumer belongs to the process that made
+it (librdkafka handles do not survive ``fork()``): in another process every call raises
+ClosedError and ``stop()`` returns at once. ``stop()`` is idempotent; called on one of the
+consumer's own threads (from a callback) it only asks for the stop, and a helper thread
+finishes it once that callback has returned. At interpreter exit ``rdk._exit`` stops what
+is still running.
+
+A subclass gives ``_describe`` (its name in log lines), ``_owner`` (what the fork error
+names) and implements ``_on_own_thread()``, ``_finish(deadline, timeout)`` (the stop's
+work, in order) and ``start()``; it may override ``_stop_requested()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import warnings
+from typing import TypeVar
+
+from . import _exit
+from .errors import ClosedError, KafkaError
+from .validate import check_timeout, check_wait
+
+__all__ = ["Lifecycle"]
+
+_Self = TypeVar("_Self", bound="Lifecycle")
+
+
+class Lifecycle:
+    """State machine, process ownership and the stop/close protocol of a consumer."""
+
+    logger: logging.Logger | logging.LoggerAdapter
+    """Where this consumer's messages are logged (``logger=``, else the ``rdk`` logger)."""
+    _describe: str   # e.g. "consumer of orders"
+    _owner: str      # e.g. "Consumer of 'orders'"
+
+    def _init_lifecycle(self) -> None:
+        self._pid = os.getpid()  # the process this consumer belongs to
+        self._state = "new"
+        self._mode: str | None = None  # "callback" (start/run) or "iterator" (batches)
+        self._state_lock = threading.RLock()
+        self._stop_event = threading.Event()
+        self._closed_event = threading.Event()
+        self._error: KafkaError | None = None
+
+    # ---- the subclass's part -------------------------------------------------------------
+    def start(self) -> object:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _on_own_thread(self) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def _finish(self, deadline: float, timeout: float) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _stop_requested(self) -> None:
+        """Called under the state lock when a stop begins (e.g. to wake paused threads)."""
+
+    # ---- checks ------------------------------------------------------------------------
+    def _check_process(self) -> None:
+        """ClosedError in a process forked after this consumer was created."""
+        if os.getpid() != self._pid:
+            raise ClosedError(
+                f"this {self._owner} was created in process {self._pid} and this is process "
+                f"{os.getpid()}: librdkafka handles do not survive fork(); create the "
+                f"{type(self).__name__} in the process that uses it")
+
+    def _check_not_stopped(self, what: str) -> None:
+        if self._state in ("stopping", "closed"):
+            raise ClosedError(f"{what}: this {self._owner} is stopped; make a new one")
+
+    def _check_openable(self) -> None:
+        """Under the state lock: only a new consumer can be started."""
+        self._check_process()
+        if self._state != "new":
+            if self._state == "running":
+                raise RuntimeError(f"this {type(self).__name__} is already started")
+            raise ClosedError(f"this {type(self).__name__} is stopped; make a new one")
+
+    def _open(self, mode: str) -> object:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _begin_iteration(self, timeout: float | None) -> float | None:
+        """``batches()``'s checks; starts the consumer in iterator mode if it is new."""
+        self._check_process()
+        if timeout is not None:
+            timeout = check_timeout(timeout)
+        with self._state_lock:
+            if self._state == "new":
+                self._open("iterator")
+            elif self._mode != "iterator":
+                raise RuntimeError("batches() cannot be used after start(); receive_callback "
+                                   "already receives the batches")
+        return timeout
+
+    def _mark_running(self, mode: str) -> None:
+        self._mode = mode
+        self._state = "running"
+        _exit.register(self, _exit.CONSUMERS)
+
+    # ---- running and stopping -------------------------------------------------------------
+    def run(self) -> None:
+        """``start()``, then block until ``stop()`` (from anywhere) or KeyboardInterrupt.
+
+        Raises the KafkaError that stopped the consumer, if one did (e.g. ``_FAIL`` when
+        ``receive_callback``, or the Future/awaitable it returned, ended with a
+        BaseException such as SystemExit: that exception is the error's ``__cause__``).
+
+        Raises:
+            rdk.KafkaError: The error that stopped the consumer, and the errors of `start()`.
+            rdk.ClosedError: The consumer is stopped already.
+        """
+        self._check_not_stopped("run()")
+        self.start()
+        try:
+            while not self._closed_event.wait(0.25):
+                pass
+        except KeyboardInterrupt:
+            self.stop()
+        if self._error is not None:
+            raise self._error
+
+    def _stop(self, timeout: float) -> None:
+        """The stop protocol (see the module docstring); ``_finish`` does the work."""
+        timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
+        if os.getpid() != self._pid:
+            return
+        with self._state_lock:
+            if self._state == "new":
+                self._state = "closed"
+                self._closed_event.set()
+                return
+            if self._state == "closed":
+                return
+            self._stop_event.set()
+            self._stop_requested()
+            if self._on_own_thread():
+                if self._state == "running":
+                    threading.Thread(target=self._stop, args=(timeout,), daemon=True,
+                                     name=f"rdk-stop-{self._describe}").start()
+                return
+            first = self._state == "running"
+            self._state = "stopping"
+        if not first:
+            self._closed_event.wait(timeout)
+            return
+        try:
+            self._finish(time.monotonic() + timeout, timeout)
+        finally:
+            with self._state_lock:
+                self._state = "closed"
+            self._closed_event.set()
+            _exit.unregister(self, _exit.CONSUMERS)
+
+    def _fail_once(self, err: KafkaError) -> bool:
+        """Remember the error that stops the consumer; False if one was remembered already."""
+        with self._state_lock:
+            if self._error is not None:
+                return False
+            self._error = err
+        return True
+
+    def _stop_in_background(self) -> None:
+        threading.Thread(target=self._stop, args=(30.0,), daemon=True,
+                         name=f"rdk-stop-{self._describe}").start()
+
+    def _close_at_exit(self, timeout: float) -> None:
+        """The interpreter exits with this consumer running: ``stop(timeout)`` (rdk._exit)."""
+        if self._state in ("running", "stopping"):
+            self.logger.info("%s: stopping at interpreter exit (up to %.1f s)",
+                             self._describe, timeout)
+            self._stop(timeout)
+
+    def _warn(self, text: str) -> None:
+        self.logger.warning("%s: %s", self._describe, text)
+        warnings.warn(text, RuntimeWarning, stacklevel=3)
+
+    # ---- public, shared --------------------------------------------------------------------
+    def stop(self, timeout: float = 30.0) -> None:  # pragma: no cover - subclasses document it
+        self._stop(timeout)
+
+    def close(self) -> None:
+        """Same as ``stop()``."""
+        self.stop()
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def closed(self) -> bool:
+        """True once the consumer is stopped and closed."""
+        return self._state == "closed"
+
+    @property
+    def error(self) -> KafkaError | None:
+        """The KafkaError that stopped the consumer, if any."""
+        return self._error

@@ -1,0 +1,345 @@
+"""Which partitions a Consumer reads: its worker slot's, or what its group assigns.
+
+Two interchangeable strategies behind one small interface, chosen once when the Consumer
+is made (aiokafka's group / no-group coordinators are the model):
+
+- :class:`SlotAssignment`: every topic's partitions split by ``num_workers``/``worker_slot``
+  (one topic is a list of one), locked in the offset directory, resumed from the stored
+  progress and fetched from ``start()`` on;
+- :class:`GroupAssignment`: Kafka's group coordinator assigns them; rebalances are served
+  by a :class:`GroupMember` thread, which calls back into this object's public methods.
+
+``open()`` makes the librdkafka client and the :class:`FetchPipeline` and begins; ``keys()``
+is the current assignment as ``(topic, partition)``; ``restart(key, offset)`` moves a
+partition's fetch position (a seek); ``leave(deadline)`` and ``release()`` end it. Keys are
+``(topic, partition)`` everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, cast
+
+from .. import _binding, _partitions, offsets, slots
+from .._binding import lib
+from .._fetch import GroupFetcher
+from ..errors import KafkaError
+from ._beyond_end import BeyondEndRule
+from ._config import ConsumerConfig
+from ._group import GroupMember, GroupOffsetStore
+from ._pipeline import FetchPipeline
+from ._progress import Key, Progress
+
+__all__ = ["METADATA_TIMEOUT", "GroupAssignment", "SlotAssignment", "Wiring", "fenced_seek"]
+
+METADATA_TIMEOUT = 10.0        # start(): seconds to learn the topic's partitions from the broker
+_WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
+
+
+@dataclass
+class Wiring:
+    """What an assignment needs of its Consumer: events, and where to send what happens."""
+
+    stopping: threading.Event
+    running: threading.Event                      # clear while paused
+    fail: Callable[[KafkaError], None]            # an error that stops the consumer
+    settle: Callable[..., None]                   # given to every Batch
+    on_error: Callable[[KafkaError], None]        # librdkafka's error events
+    on_stats: Callable[[dict], None] | None
+    while_waiting: Callable[[], bool]             # between waits for batches; True: give up
+
+
+class _Assignment:
+    """What both strategies share: the client, metadata, "latest" offsets, the pipeline."""
+
+    def __init__(self, config: ConsumerConfig, progress: Progress, wiring: Wiring) -> None:
+        self.config = config
+        self.progress = progress
+        self.wiring = wiring
+        self.logger = config.logger
+        self.topic = config.topic
+        self.client: _binding.Client | None = None
+        self.pipeline: FetchPipeline | None = None
+        self.partitions: list[int] = []        # the first topic's owned/assigned partitions
+        self.partition_count: int | None = None
+
+    def threads(self) -> list[threading.Thread]:
+        """Threads of this strategy (a callback may run on them)."""
+        return []
+
+    def leave(self, deadline: float) -> bool:
+        """Give the partitions up by monotonic ``deadline``; whether that went cleanly."""
+        return True
+
+    def release(self) -> None:
+        """Free what the strategy holds beyond the client (locks)."""
+
+    def set_paused(self, pause: bool) -> None:
+        """Pause (or resume) fetching of the assigned partitions in librdkafka."""
+        client, pipeline, keys = self.client, self.pipeline, self.keys()
+        if client is None or pipeline is None or not keys:
+            return
+        tpl = _partitions.partition_list((t, p, lib.RD_KAFKA_OFFSET_INVALID) for t, p in keys)
+        if pause:
+            # between two fetch calls, never during one (see between_fetches)
+            with pipeline.between_fetches():
+                _binding.check(lib.rd_kafka_pause_partitions(client.rk, tpl), "pause")
+        else:
+            _binding.check(lib.rd_kafka_resume_partitions(client.rk, tpl), "resume")
+
+    def keys(self) -> list[Key]:  # pragma: no cover - each strategy defines it
+        raise NotImplementedError
+
+    def _new_client(self, props: dict[str, Any], extra_events: int = 0) -> _binding.Client:
+        wiring = self.wiring
+        self.client = _binding.Client(
+            "consumer", props, self.config.topic_props, logger=cast(logging.Logger, self.logger),
+            on_stats=wiring.on_stats, on_error=wiring.on_error, extra_events=extra_events,
+            oauth_cb=self.config.oauth_cb)
+        return self.client
+
+    def _new_pipeline(self, client: _binding.Client, count: int, fetcher: Any = None) -> FetchPipeline:
+        cfg, wiring = self.config, self.wiring
+        self.pipeline = FetchPipeline(
+            client, cfg.topics[0] if cfg.topics else self.topic, partition_count=count,
+            max_messages=cfg.max_messages_per_callback, decode=cfg.decode is not None,
+            stopping=wiring.stopping, running=wiring.running, logger=self.logger,
+            on_fatal=wiring.fail, settle=wiring.settle, fetcher=fetcher)
+        return self.pipeline
+
+    def _partition_count(self, client: _binding.Client, topic: str) -> int:
+        """The topic's partitions, within METADATA_TIMEOUT; an error naming what was waited for."""
+        t0 = time.monotonic()
+        try:
+            return client.partition_count(topic, METADATA_TIMEOUT)
+        except KafkaError as e:
+            if _binding.is_auth_failure(e):  # names the broker and librdkafka's reason
+                raise KafkaError(e.code, e.description, context="start()") from e
+            if e.name == "UNKNOWN_TOPIC_OR_PART":
+                raise
+            raise KafkaError(
+                e.code, f"no metadata for topic {topic!r} from broker {self.config.broker!r} "
+                f"after waiting {time.monotonic() - t0:.1f} s (start() waits up to "
+                f"{METADATA_TIMEOUT:g} s): {e.description}; is the broker reachable?",
+                context="start()") from e
+
+    def _starts(self, keys: list[Key]) -> dict[Key, int]:
+        """Next offset of each key: stored progress + 1, else ``start_offset`` (a logical
+        offset; "latest" read from the broker, Tansu-proof)."""
+        starts, fresh = self.progress.starts(keys)
+        for topic, parts in fresh.items():
+            for p in parts:
+                starts[(topic, p)] = lib.RD_KAFKA_OFFSET_BEGINNING
+            if self.config.start_offset == "latest":
+                starts.update({(topic, p): hi for p, hi in self._latest(topic, parts).items()})
+        return starts
+
+    def _latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        """Explicit "latest" offsets, right on every broker: ListOffsets confirmed by a short
+        fetch (Tansu's ListOffsets(latest) is wrong) on a client with partition EOF."""
+        cfg = self.config
+        fetch_client = _binding.Client(
+            "consumer", {"fetch.wait.max.ms": 10, "bootstrap.servers": cfg.broker,
+                         "allow.auto.create.topics": False, **cfg.driver_options,
+                         "enable.partition.eof": True, "auto.offset.reset": "earliest"},
+            oauth_cb=cfg.oauth_cb)
+        try:
+            marks = _partitions.true_watermarks(cast(_binding.Client, self.client), topic,
+                                                partitions, _WATERMARK_TIMEOUT,
+                                                fetch_client=fetch_client)
+        finally:
+            fetch_client.close()
+        return {p: hi for p, (_lo, hi) in marks.items()}
+
+    def _rule(self, topic: str, partitions: list[int], expected: Any,
+              restart: Callable[[int, int], None]) -> BeyondEndRule:
+        cfg = self.config
+        return BeyondEndRule(cast(_binding.Client, self.client), topic, partitions, expected,
+                             cfg.on_offset_out_of_range, self.logger, fail=self.wiring.fail,
+                             restart=restart)
+
+
+class SlotAssignment(_Assignment):
+    """Worker-slot mode: each topic's slot partitions, locked, resumed, fetched on one queue."""
+
+    def __init__(self, config: ConsumerConfig, progress: Progress, wiring: Wiring) -> None:
+        super().__init__(config, progress, wiring)
+        self._keys: list[Key] = []
+        self._locks: list[offsets.PartitionLock] = []
+
+    def open(self) -> FetchPipeline:
+        cfg = self.config
+        client = self._new_client(cfg.props)
+        counts = {t: self._partition_count(client, t) for t in cfg.topics}
+        owned = {t: slots.owned_partitions(n, cfg.num_workers, cfg.worker_slot, t)
+                 for t, n in counts.items()}
+        if cfg.offset_directory is not None:
+            for t, ps in owned.items():
+                self._locks.append(offsets.lock_partitions(cfg.offset_directory, t, ps))
+                offsets.remove_temp_files(cfg.offset_directory, t, ps)
+        cfg.bind_user_store()
+        self.progress.open(cfg.store)
+        keys = [(t, p) for t, ps in owned.items() for p in ps]
+        starts = self._starts(keys)
+        first = cfg.topics[0]
+        pipeline = self._new_pipeline(client, counts[first])
+        rules = [self._rule(t, ps, pipeline.expected_of(t, counts[t] - 1)[0],
+                            partial(_restart_in, pipeline, t)) for t, ps in owned.items()]
+        pipeline.on_idle = partial(_check_all, rules)
+        self.partition_count, self.partitions, self._keys = counts[first], owned[first], keys
+        for t, p in keys:
+            start = starts[(t, p)]
+            pipeline.set_expected(t, p, start if start >= 0 else -1)
+            pipeline.start_partition(p, start, t)
+        self.logger.info("consumer of %s owns partitions %s (slot %d of %d), starting at %s",
+                         self.topic, owned if cfg.multi_topic else owned[first], cfg.worker_slot,
+                         cfg.num_workers, _describe_starts(starts, cfg.start_offset))
+        return pipeline
+
+    def keys(self) -> list[Key]:
+        return list(self._keys)
+
+    def result(self) -> list[Any]:
+        """start()'s return: the partitions, or (topic, partition)s with several topics."""
+        return self.keys() if self.config.multi_topic else list(self.partitions)
+
+    def restart(self, key: Key, offset: int) -> None:
+        cast(FetchPipeline, self.pipeline).restart_partition(key[1], offset, key[0])
+
+    def release(self) -> None:
+        locks, self._locks = self._locks, []
+        for lock in locks:
+            lock.release()
+
+
+class GroupAssignment(_Assignment):
+    """Group mode: the coordinator assigns; the :class:`GroupMember` serves rebalances and
+    calls this object's public methods (the ``GroupHost`` protocol) on its thread."""
+
+    def __init__(self, config: ConsumerConfig, progress: Progress, wiring: Wiring) -> None:
+        super().__init__(config, progress, wiring)
+        self.on_assign, self.on_revoke = config.on_assign, config.on_revoke
+        self.member: GroupMember | None = None
+        self._rules: dict[str, BeyondEndRule] = {}
+
+    def open(self) -> FetchPipeline:
+        cfg = self.config
+        props = cfg.group_props()
+        client = self._new_client(props, extra_events=lib.RD_KAFKA_EVENT_REBALANCE)
+        # literal topics must exist: fail at once, as slot mode does
+        counts = [self._partition_count(client, t) for t in cfg.topics]
+        count = counts[0] if counts else 1
+        fetcher = GroupFetcher(client, cfg.max_messages_per_callback)
+        pipeline = self._new_pipeline(client, count, fetcher)
+        member = self.member = GroupMember(
+            self, client, pipeline, fetcher, cfg.topics or [cast(str, cfg.pattern)],
+            name=f"rdk-group-{self.topic}",
+            rebalance_timeout=float(props.get("max.poll.interval.ms", 300_000)) / 1000)
+        cfg.bind_user_store()
+        self.progress.open(cfg.store if cfg.store is not None else GroupOffsetStore(
+            client, cast(str, cfg.group_id), member.owned, self.logger))
+        pipeline.on_idle = self._check_rules
+        self.partition_count = count
+        member.start()
+        self.logger.info("consumer of %s joins group %r", self.topic, cfg.group_id)
+        return pipeline
+
+    def keys(self) -> list[Key]:
+        return sorted(self.member.owned()) if self.member is not None else []
+
+    def result(self) -> list[Any]:
+        return []  # see on_assign
+
+    def restart(self, key: Key, offset: int) -> None:
+        topic, partition = key
+        tpl = _partitions.partition_list([(topic, partition, offset)])
+        _binding.check_error(lib.rd_kafka_seek_partitions(cast(Any, self.client).rk, tpl, 10_000),
+                             f"seek {topic}[{partition}] to {offset}")
+        _partitions.partition_list_offsets(tpl, "seek")
+
+    def threads(self) -> list[threading.Thread]:
+        return [self.member.thread] if self.member is not None else []
+
+    def leave(self, deadline: float) -> bool:
+        member = self.member
+        return member is None or not member.thread.is_alive() or member.close(deadline)
+
+    def _check_rules(self) -> None:
+        for rule in list(self._rules.values()):
+            rule.check()
+
+    def _restart_by_seek(self, topic: str, partition: int, offset: int) -> None:
+        """The beyond-end rule's restart in group mode: a seek, fenced like the user's."""
+        fenced_seek(cast(FetchPipeline, self.pipeline), self.restart, (topic, partition), offset)
+
+    # ---- the GroupHost protocol (called on the group thread) -----------------------------
+    @property
+    def paused(self) -> bool:
+        return not self.wiring.running.is_set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.wiring.stopping.is_set()
+
+    def starts_of(self, keys: list[Key]) -> dict[Key, int]:
+        return self._starts(keys)
+
+    def assignment_changed(self) -> None:
+        """Update ``partitions`` and the beyond-end rules to the new assignment."""
+        pipeline = cast(FetchPipeline, self.pipeline)
+        by_topic: dict[str, list[int]] = {}
+        for t, p in self.keys():
+            by_topic.setdefault(t, []).append(p)
+        rules = {}
+        for t, ps in by_topic.items():
+            rule = self._rules.get(t) or self._rule(t, [], None, partial(self._restart_by_seek, t))
+            rule.expected = pipeline.expected_of(t, max(ps))[0]
+            rule.partitions = ps
+            rules[t] = rule
+        self._rules = rules
+        first = self.config.topics[0] if self.config.topics else None
+        self.partitions = by_topic.get(first, []) if first is not None else []
+
+    def wait_settled(self, keys: list[Key], until: float) -> bool:
+        return self.progress.wait_settled(until, keys, self.wiring.while_waiting)
+
+    def flush(self, until: float) -> None:
+        self.progress.flush(until)
+
+    def on_error(self, err: KafkaError) -> None:
+        self.wiring.on_error(err)
+
+    def fail(self, err: KafkaError) -> None:
+        self.wiring.fail(err)
+
+
+def fenced_seek(pipeline: FetchPipeline, restart: Callable[[Key, int], None], key: Key,
+                offset: int) -> None:
+    """Move ``key``'s fetch position to ``offset`` between two fetch calls, behind a fence
+    that drops what was fetched of it before (batches already handed out still settle)."""
+    topic, partition = key
+
+    def seek() -> None:
+        restart(key, offset)
+        pipeline.set_expected(topic, partition, offset if offset >= 0 else -1)
+
+    pipeline.fence([key], keep_new=True, then=seek)
+
+
+def _check_all(rules: list[BeyondEndRule]) -> None:
+    for rule in rules:
+        rule.check()
+
+
+def _restart_in(pipeline: FetchPipeline, topic: str, partition: int, offset: int) -> None:
+    pipeline.restart_partition(partition, offset, topic)
+
+
+def _describe_starts(starts: dict[Key, int], start_offset: str) -> dict[Key, Any]:
+    """Where each partition starts, for the log: an offset, or ``start_offset``."""
+    return {k: v if v >= 0 else start_offset for k, v in starts.items()}
