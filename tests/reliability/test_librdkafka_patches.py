@@ -8,6 +8,11 @@ import sys
 import textwrap
 
 import pytest
+from helpers import wait_until
+
+from rdk import _binding
+from rdk._binding import ffi, lib
+from rdk.testing import MockCluster
 
 # A client that fetched a topic, then the topic deleted on Tansu: Tansu's next responses
 # name the topic neither by name nor by id, and librdkafka 2.12-2.15's metadata update
@@ -47,3 +52,40 @@ def test_a_client_survives_the_deletion_of_a_topic_it_fetched(tansu, new_topic):
                     f"update of a deleted topic): {done.stderr[-500:]}")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "survived"
+
+
+def _metadata_brokers(client: _binding.Client, timeout_ms: int) -> tuple[int, int]:
+    """(error code, brokers listed) of one all-topics Metadata request."""
+    mdp = ffi.new("const struct rd_kafka_metadata **")
+    err = lib.rd_kafka_metadata(client.rk, 1, ffi.NULL, mdp, timeout_ms)
+    if err:
+        return err, -1
+    try:
+        return 0, mdp[0].broker_cnt
+    finally:
+        lib.rd_kafka_metadata_destroy(mdp[0])
+
+
+def test_a_metadata_answer_listing_no_broker_leaves_the_clients_brokers_in_place():
+    """Apache Kafka (KRaft) answers Metadata listing no broker while the answering broker is
+    fenced (seen after a 30 s SIGSTOP). librdkafka 2.15 took that as "no broker exists" and
+    decommissioned every broker; with none left it never sent another request, and a consumer
+    stalled for good (the paused-broker test's stall). Patched (0003): the brokers stay."""
+    stats: list[dict] = []
+    with MockCluster(num_brokers=1) as mc:
+        mc.create_topic("t", 1)
+        client = _binding.Client("producer", {"bootstrap.servers": mc.bootstrap_servers,
+                                              "statistics.interval.ms": 100},
+                                 on_stats=stats.append)
+        try:
+            assert client.partition_count("t", 10) == 1  # broker 1 is known now
+            mc.broker_remove_from_metadata(1)
+            assert _metadata_brokers(client, 5000) == (0, 0), "the answer should list no broker"
+            answered = len(stats)
+            wait_until(lambda: len(stats) > answered + 1, 10, "statistics after that answer")
+            known = [name for name in stats[-1]["brokers"] if not name.endswith("/internal")]
+            assert any(name.endswith("/1") for name in known), f"the client's brokers: {known}"
+            # and the broker is still asked: a client without brokers times out here
+            assert _metadata_brokers(client, 5000) == (0, 0)
+        finally:
+            client.close()

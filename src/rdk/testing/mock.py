@@ -53,6 +53,10 @@ def _check_partition(topic: str, partition: int) -> None:
     check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
 
 
+def _check_broker_id(broker_id: int) -> None:
+    check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+
+
 def _destroy_mock(holder: list[Any], client: _binding.Client) -> None:
     """The mock cluster first, then the handle that owns it (librdkafka's required order).
     In a forked child neither is touched: they are the parent's."""
@@ -138,6 +142,11 @@ class MockCluster(EmbeddedBroker):
         check(lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions,
                                              replication_factor), f"mock topic {name!r}")
 
+    def _broker_call(self, fn: Any, broker_id: int, what: str) -> None:
+        """``fn(cluster, broker_id)``: a librdkafka call on one mock broker, checked."""
+        _check_broker_id(broker_id)
+        check(fn(self._cluster, broker_id), f"broker {broker_id} {what}")
+
     def broker_set_down(self, broker_id: int) -> None:
         """Close the broker's connections and refuse new ones until broker_set_up().
 
@@ -149,22 +158,37 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
-        check(lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id), f"broker {broker_id} down")
+        self._broker_call(lib.rd_kafka_mock_broker_set_down, broker_id, "down")
 
     def broker_set_up(self, broker_id: int) -> None:
         """Let the broker accept connections again after ``broker_set_down()``.
 
         Args:
-            broker_id: The broker's id, 1..num_brokers.
+            broker_id: The id of a broker set down, 1..num_brokers.
 
         Raises:
             rdk.KafkaError: librdkafka refused (e.g. an unknown broker id).
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
-        check(lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id), f"broker {broker_id} up")
+        self._broker_call(lib.rd_kafka_mock_broker_set_up, broker_id, "up")
+
+    def broker_remove_from_metadata(self, broker_id: int) -> None:
+        """Leave the broker out of Metadata answers; it keeps its connections and answers.
+
+        With one broker, the answers then list no broker at all, as Apache Kafka's do while
+        the answering broker is fenced. There is no way back: use a new cluster.
+
+        Args:
+            broker_id: The broker to hide, 1..num_brokers.
+
+        Raises:
+            rdk.KafkaError: librdkafka refused (e.g. an unknown broker id).
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
+        self._broker_call(lib.rd_kafka_mock_broker_remove_from_metadata, broker_id,
+                          "remove from metadata")
 
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
         """Delay the broker's responses by ``rtt_ms`` milliseconds.
@@ -178,9 +202,16 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
+        _check_broker_id(broker_id)
         check_int(rtt_ms, "rtt_ms", minimum=0, maximum=2**31 - 1)
         check(lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms), "broker rtt")
+
+    def _partition_call(self, fn: Any, topic: str, partition: int, broker_id: int, role: str) -> None:
+        """``fn(cluster, topic, partition, broker_id)``: make ``broker_id`` the partition's
+        ``role`` ("leader", "follower"), checked."""
+        _check_partition(topic, partition)
+        _check_broker_id(broker_id)
+        check(fn(self._cluster, topic.encode(), partition, broker_id), f"{role} of {topic}[{partition}]")
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
         """Make ``broker_id`` the partition's leader.
@@ -195,10 +226,7 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        _check_partition(topic, partition)
-        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
-        check(lib.rd_kafka_mock_partition_set_leader(self._cluster, topic.encode(), partition,
-                                                     broker_id), f"leader of {topic}[{partition}]")
+        self._partition_call(lib.rd_kafka_mock_partition_set_leader, topic, partition, broker_id, "leader")
 
     def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
         """Make ``broker_id`` the broker that consumers of the partition fetch from.
@@ -213,10 +241,8 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        _check_partition(topic, partition)
-        check_int(broker_id, "broker_id", minimum=-(2**31), maximum=2**31 - 1)
-        check(lib.rd_kafka_mock_partition_set_follower(self._cluster, topic.encode(), partition,
-                                                       broker_id), f"follower of {topic}[{partition}]")
+        self._partition_call(lib.rd_kafka_mock_partition_set_follower, topic, partition, broker_id,
+                             "follower")
 
     def push_request_errors(self, api: int | str, errors: Iterable[int | str]) -> None:
         """The next len(errors) requests of type ``api`` ("Produce", "Fetch"... or a key) fail.
