@@ -437,6 +437,97 @@ class RepeatLimiter:
         self._seen[key] = (last, held + 1)
         return False, held + 1
 
+    def log(self, logger: Any, level: int, key: Any, fmt: str, *args: Any) -> None:
+        """``logger.log(level, fmt, *args)`` if ``allow(key)``, saying how many were held."""
+        show, held = self.allow(key)
+        if not show:
+            return
+        if held:
+            fmt += f" (and {held} more like it in the last {self.interval:g} s)"
+        logger.log(level, fmt, *args)
+
+
+def _new_handle(kind: str, props: Mapping[str, Any], topic_props: Mapping[str, Any],
+                events: int) -> Any:
+    """``rd_kafka_new`` of ``kind`` ("producer" or "consumer") with ``props``, ``topic_props``
+    and ``events`` on the main queue; ConfigError with librdkafka's text if it refuses."""
+    conf = new_conf({"log.queue": True, **props})
+    if topic_props:
+        # Set on the global conf, librdkafka applies them to its default topic conf on
+        # top of topic-level properties given in props (message.timeout.ms, acks...);
+        # replacing the default topic conf would silently drop those.
+        validate_topic_options(topic_props)
+        try:
+            _set_all(lib.rd_kafka_conf_set, conf, topic_props, "topic_options")
+        except BaseException:
+            lib.rd_kafka_conf_destroy(conf)
+            raise
+    lib.rd_kafka_conf_set_events(conf, events)
+    errstr = ffi.new("char[]", 512)
+    rk_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
+    rk = lib.rd_kafka_new(rk_type, conf, errstr, 512)
+    if rk == ffi.NULL:
+        lib.rd_kafka_conf_destroy(conf)
+        raise ConfigError(ffi.string(errstr).decode(errors="replace"))
+    return rk
+
+
+def _read_metadata(md: Any) -> list[TopicMetadata]:
+    """The topics of a ``struct rd_kafka_metadata`` (the caller frees it)."""
+    result = []
+    for i in range(md.topic_cnt):
+        t = md.topics[i]
+        parts = []
+        for j in range(t.partition_cnt):
+            p = t.partitions[j]
+            parts.append(PartitionMetadata(
+                int(p.id), int(p.leader),
+                [int(p.replicas[k]) for k in range(p.replica_cnt)],
+                [int(p.isrs[k]) for k in range(p.isr_cnt)],
+                KafkaError(p.err) if p.err else None,
+            ))
+        parts.sort(key=lambda p: p.id)
+        result.append(TopicMetadata(ffi.string(t.topic).decode(), parts,
+                                    KafkaError(t.err) if t.err else None))
+    return result
+
+
+def _read_log(ev: Any) -> tuple[int, str, str] | None:
+    """(logging level, facility, line) of a log event; None if librdkafka has none."""
+    fac = ffi.new("const char **")
+    text = ffi.new("const char **")
+    level = ffi.new("int *")
+    if lib.rd_kafka_event_log(ev, fac, text, level) != 0:
+        return None
+    return (_SYSLOG_TO_LOGGING.get(level[0], 10), ffi.string(fac[0]).decode(errors="replace"),
+            ffi.string(text[0]).decode(errors="replace"))
+
+
+def _set_token(rk: Any, oauth_cb: Any, config: str, logger: Any) -> bool:
+    """Ask ``oauth_cb(sasl.oauthbearer.config)`` for a token and hand it to librdkafka (True);
+    when the callback raises or returns something unusable, tell librdkafka why
+    (rd_kafka_oauthbearer_set_token_failure: it reports ``_AUTHENTICATION`` and asks again
+    in 10 s) and log it (False)."""
+    errstr = ffi.new("char[]", 512)
+    try:
+        token, lifetime_ms, principal, extensions = _oauth_token(oauth_cb, config)
+        keep = [ffi.new("char[]", x.encode()) for x in extensions]
+        array = ffi.new("const char *[]", keep) if keep else ffi.NULL
+        err = lib.rd_kafka_oauthbearer_set_token(
+            rk, token.encode(), lifetime_ms, principal.encode(), array, len(keep),
+            errstr, 512)
+        if err:
+            raise ValueError(f"librdkafka refused the token: "
+                             f"{ffi.string(errstr).decode(errors='replace')}")
+        return True
+    except BaseException as e:  # on the event thread: reported, never raised
+        # the callback's failure is the token's failure (SystemExit too: this thread
+        # cannot exit the program)
+        why = f"oauth_cb failed: {type(e).__name__}" + (f": {e}" if str(e) else "")
+        logger.error("rdk: %s", why, exc_info=not isinstance(e, (ValueError, TypeError)))
+        lib.rd_kafka_oauthbearer_set_token_failure(rk, why.encode(errors="replace"))
+        return False
+
 
 # Clients alive in this process: a forked child must never free or use its parent's handles.
 _LIVE_CLIENTS: weakref.WeakSet[Client] = weakref.WeakSet()
@@ -500,28 +591,11 @@ class Client:
         self.closed = False
         self.pid = os.getpid()  # the process the handle belongs to
 
-        conf = new_conf({"log.queue": True, **props})
-        if self._topic_props:
-            # Set on the global conf, librdkafka applies them to its default topic conf on
-            # top of topic-level properties given in props (message.timeout.ms, acks...);
-            # replacing the default topic conf would silently drop those.
-            validate_topic_options(self._topic_props)
-            try:
-                _set_all(lib.rd_kafka_conf_set, conf, self._topic_props, "topic_options")
-            except BaseException:
-                lib.rd_kafka_conf_destroy(conf)
-                raise
         # extra_events: e.g. RD_KAFKA_EVENT_REBALANCE, which then arrives on the consumer
         # queue (see consumer_queue) for the caller to serve
-        if oauth_cb is not None:  # token refreshes arrive on the main queue: _refresh_token
+        if oauth_cb is not None:  # token refreshes arrive on the main queue: _set_token
             extra_events |= lib.RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH
-        lib.rd_kafka_conf_set_events(conf, EVENTS_ALL | extra_events)
-        errstr = ffi.new("char[]", 512)
-        rk_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
-        rk = lib.rd_kafka_new(rk_type, conf, errstr, 512)
-        if rk == ffi.NULL:
-            lib.rd_kafka_conf_destroy(conf)
-            raise ConfigError(ffi.string(errstr).decode(errors="replace"))
+        rk = _new_handle(kind, props, self._topic_props, EVENTS_ALL | extra_events)
         main_queue = lib.rd_kafka_queue_get_main(rk)
         deliveries = lib.rdk_deliveries_new(8192)
         self.rk = rk
@@ -672,56 +746,22 @@ class Client:
             if self._on_error is not None:
                 self._call(self._on_error, error)
             else:
-                self._log_limited(logging.WARNING, (err, text), "librdkafka error: %s", error)
+                self._repeats.log(self.logger, logging.WARNING, (err, text), "librdkafka error: %s",
+                                  error)
         elif etype == lib.RD_KAFKA_EVENT_LOG:
-            fac = ffi.new("const char **")
-            text = ffi.new("const char **")
-            level = ffi.new("int *")
-            if lib.rd_kafka_event_log(ev, fac, text, level) == 0:
-                facility = ffi.string(fac[0]).decode(errors="replace")
-                line = ffi.string(text[0]).decode(errors="replace")
-                lvl = _SYSLOG_TO_LOGGING.get(level[0], 10)
+            entry = _read_log(ev)
+            if entry is not None:
+                lvl, facility, line = entry
                 if lvl >= logging.WARNING:
-                    self._log_limited(lvl, (facility, _digits_out(line)), "librdkafka %s: %s",
-                                      facility, line)
+                    self._repeats.log(self.logger, lvl, (facility, _digits_out(line)),
+                                      "librdkafka %s: %s", facility, line)
                 else:
                     self.logger.log(lvl, "librdkafka %s: %s", facility, line)
         elif etype == lib.RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH and self._oauth_cb is not None:
             config = lib.rd_kafka_event_config_string(ev)
-            self._refresh_token(ffi.string(config).decode(errors="replace")
-                                if config != ffi.NULL else "")
-
-    def _refresh_token(self, config: str) -> None:
-        """Ask ``oauth_cb(sasl.oauthbearer.config)`` for a token and hand it to librdkafka;
-        when the callback raises or returns something unusable, tell librdkafka why
-        (rd_kafka_oauthbearer_set_token_failure: it reports ``_AUTHENTICATION`` and asks again
-        in 10 s)."""
-        errstr = ffi.new("char[]", 512)
-        try:
-            token, lifetime_ms, principal, extensions = _oauth_token(self._oauth_cb, config)
-            keep = [ffi.new("char[]", x.encode()) for x in extensions]
-            array = ffi.new("const char *[]", keep) if keep else ffi.NULL
-            err = lib.rd_kafka_oauthbearer_set_token(
-                self.rk, token.encode(), lifetime_ms, principal.encode(), array, len(keep),
-                errstr, 512)
-            if err:
-                raise ValueError(f"librdkafka refused the token: "
-                                 f"{ffi.string(errstr).decode(errors='replace')}")
-            self.auth_failure = None  # new credentials: an earlier refusal says nothing now
-        except BaseException as e:  # on the event thread: reported, never raised
-            # the callback's failure is the token's failure (SystemExit too: this thread
-            # cannot exit the program)
-            why = f"oauth_cb failed: {type(e).__name__}" + (f": {e}" if str(e) else "")
-            self.logger.error("rdk: %s", why, exc_info=not isinstance(e, (ValueError, TypeError)))
-            lib.rd_kafka_oauthbearer_set_token_failure(self.rk, why.encode(errors="replace"))
-
-    def _log_limited(self, level: int, key: Any, fmt: str, *args: Any) -> None:
-        """Log once per RepeatLimiter interval for the same ``key``, saying how many were held."""
-        show, held = self._repeats.allow(key)
-        if show:
-            if held:
-                fmt += f" (and {held} more like it in the last {self._repeats.interval:g} s)"
-            self.logger.log(level, fmt, *args)
+            if _set_token(self.rk, self._oauth_cb, ffi.string(config).decode(errors="replace")
+                          if config != ffi.NULL else "", self.logger):
+                self.auth_failure = None  # new credentials: an earlier refusal says nothing now
 
     def _call0(self, fn: Callable[[], None]) -> None:
         self._call(fn, _NO_ARGUMENT)
@@ -764,22 +804,7 @@ class Client:
         self.auth_failure = None  # a broker answered: whatever failed before is cured
         md = mdp[0]
         try:
-            result = []
-            for i in range(md.topic_cnt):
-                t = md.topics[i]
-                parts = []
-                for j in range(t.partition_cnt):
-                    p = t.partitions[j]
-                    parts.append(PartitionMetadata(
-                        int(p.id), int(p.leader),
-                        [int(p.replicas[k]) for k in range(p.replica_cnt)],
-                        [int(p.isrs[k]) for k in range(p.isr_cnt)],
-                        KafkaError(p.err) if p.err else None,
-                    ))
-                parts.sort(key=lambda p: p.id)
-                result.append(TopicMetadata(ffi.string(t.topic).decode(), parts,
-                                            KafkaError(t.err) if t.err else None))
-            return result
+            return _read_metadata(md)
         finally:
             lib.rd_kafka_metadata_destroy(md)
 

@@ -9,7 +9,13 @@ reports arrive on the Client's event thread already folded in C into runs of
 
 The package, by role:
 
-- ``_producer``: the ``Producer`` API and lifecycle (construction, send, flush, stop);
+- ``_producer``: the ``Producer`` API (construction, send, transactions, flush, stop), thin;
+- ``_core``: the state the API shares with its collaborators, the checks every call makes;
+- ``_config``: the constructor's arguments checked, the librdkafka properties they make;
+- ``_sending``: send()'s arguments normalised, the one C call, retries under "block";
+- ``_transactions``: the transaction calls and the count stop() must wait for;
+- ``_lifetime``: draining, flush() and stop() (purge, authentication failures);
+- ``_events``: the handlers of the Client's event thread (reports, stats, errors);
 - ``_layout``: payloads -> the contiguous buffers one C call reads;
 - ``_accounting``: per-send delivery accounting and the callbacks it completes;
 - ``_balancers``: partition choice for ``partition=None`` and partition counts;

@@ -1,0 +1,107 @@
+"""rdk.Admin's offset lookups: watermarks (true and as ListOffsets answers them) and
+offsets for timestamps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .. import _binding, _partitions
+from .._binding import check, lib
+from ..validate import check_int, check_topic_name
+from ._base import _AdminBase, _check_timeout, check_mapping
+
+
+class _OffsetsAdmin(_AdminBase):
+    """rdk.Admin's offset lookups (its docs are rdk.Admin's)."""
+
+    def watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
+        """(low, high) watermarks, correct on every broker.
+
+        ListOffsets(latest) is not trusted alone: Tansu answers the last record batch's
+        base offset + 1. A short fetch from just below that answer returns the Fetch
+        response's high watermark, which is right everywhere.
+
+        Args:
+            topic: The topic name.
+            partition: The partition number, >= 0.
+            timeout: Seconds to wait for the answers.
+
+        Returns:
+            ``(low, high)``: the first offset and the offset after the last message.
+
+        Raises:
+            rdk.KafkaError: No answer within ``timeout``, an unknown topic or partition.
+            TypeError: An argument of the wrong type.
+            ValueError: An illegal topic name, a negative partition or ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
+        check_topic_name(topic)
+        timeout = _check_timeout(timeout)
+        check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
+        self._client.ensure_open()
+        if self._fetch_client is None:
+            self._fetch_client = _binding.Client(
+                "consumer", {"fetch.wait.max.ms": 10, **self._props,
+                             "enable.partition.eof": True, "auto.offset.reset": "earliest"},
+                oauth_cb=self._oauth_cb, logger=self._logger)
+        marks = _partitions.true_watermarks(self._client, topic, [partition], timeout,
+                                            fetch_client=self._fetch_client)
+        return marks[partition]
+
+    def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
+        """(low, high) exactly as the broker's ListOffsets answers them.
+
+        Args:
+            topic: The topic name.
+            partition: The partition number, >= 0.
+            timeout: Seconds to wait for the answer.
+
+        Returns:
+            ``(low, high)`` as the broker reports them.
+
+        Raises:
+            rdk.KafkaError: No answer within ``timeout``, an unknown topic or partition.
+            TypeError: An argument of the wrong type.
+            ValueError: An illegal topic name, a negative partition or ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
+        check_topic_name(topic)
+        check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
+        timeout = _check_timeout(timeout)
+        self._client.ensure_open()
+        return _partitions.query_watermarks(self._client, topic, partition, timeout)
+
+    def offsets_for_times(
+        self, topic: str, timestamps: Mapping[int, int], timeout: float = 10.0
+    ) -> dict[int, int]:
+        """For each partition, the earliest offset whose timestamp is >= the given ms (-1: none).
+
+        Args:
+            topic: The topic name.
+            timestamps: ``{partition: milliseconds since the epoch}``.
+            timeout: Seconds to wait for the answer.
+
+        Returns:
+            ``{partition: offset}``; -1 where no message is that recent.
+
+        Raises:
+            rdk.KafkaError: The lookup failed (e.g. ``_TIMED_OUT``, an unknown partition).
+            TypeError: ``timestamps`` is not a dict of int to int.
+            ValueError: An illegal topic name, a negative partition, timestamp or ``timeout``.
+            rdk.ClosedError: After ``close()``.
+        """
+        check_topic_name(topic)
+        timeout = _check_timeout(timeout)
+        check_mapping(timestamps, "offsets_for_times: timestamps must be a dict of partition to ms")
+        for p, ms in timestamps.items():
+            if not isinstance(p, int) or not isinstance(ms, int):
+                raise TypeError("offsets_for_times: partition and timestamp must be int, "
+                                f"got {p!r}: {ms!r}")
+            check_int(p, "offsets_for_times: partition", minimum=0, maximum=2**31 - 1)
+            check_int(ms, f"offsets_for_times: timestamp of partition {p} (ms)", minimum=0,
+                      maximum=2**63 - 1)
+        tpl = _partitions.partition_list((topic, p, ms) for p, ms in timestamps.items())
+        check(lib.rd_kafka_offsets_for_times(self._rk, tpl, int(timeout * 1000)),
+              f"offsets_for_times on {topic!r}")
+        found = _partitions.partition_list_offsets(tpl, "offsets_for_times")
+        return {p: offset for (_, p), offset in found.items()}

@@ -1,0 +1,116 @@
+"""The work behind rdk.Producer's flush() and stop(): draining the queue (short flushes
+that notice an authentication failure), purging what is left before the deadline, and
+freeing the handle (unless a transaction call is still inside librdkafka)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from .. import _binding, _exit
+from .._binding import lib
+from ..errors import KafkaError
+from ._config import AUTH_PROBE, PURGE_ALL
+from ._types import FlushResult
+
+if TYPE_CHECKING:
+    from ._core import ProducerCore
+
+log = logging.getLogger("rdk")
+
+
+class Closer:
+    """One producer's draining, flush and stop (its condition guards what they share)."""
+
+    def __init__(self, producer: ProducerCore) -> None:
+        self._p = producer
+
+    def flush(self, timeout: float) -> FlushResult:
+        """Producer.flush() once its arguments are checked."""
+        p = self._p
+        queued = self.drain(time.monotonic() + timeout, stop_on_auth=True)
+        failure = self.auth_failed("flush()") if queued else None
+        if failure is not None:
+            raise KafkaError(failure.code, f"{failure.description}; {queued} message(s) still "
+                             "queued (librdkafka retries them until message.timeout.ms; stop() "
+                             "fails them at once)", context=failure.context)
+        with p._cond:
+            return FlushResult(queued, p._ledger.take_failed())
+
+    def auth_failed(self, what: str) -> KafkaError | None:
+        """The KafkaError of a current authentication failure: one librdkafka reported and
+        no broker answers now (a short metadata request, made only after such a report)."""
+        client = self._p._client
+        if client.auth_failure is None:
+            return None
+        try:
+            client.metadata(None, AUTH_PROBE)
+        except KafkaError as e:
+            if _binding.is_auth_failure(e):
+                return KafkaError(e.code, e.description, context=what)
+        return None
+
+    def drain(self, deadline: float, stop_on_auth: bool = False) -> int:
+        p = self._p
+        settled = p._ledger.settled
+        while True:
+            with p._cond:
+                if settled():
+                    return 0
+            left = deadline - time.monotonic()
+            if left <= 0 or (stop_on_auth and p._client.auth_failure is not None
+                             and self.auth_failed("flush") is not None):
+                with p._cond:
+                    return p._ledger.queue_length
+            # linger is immediate while rd_kafka_flush runs; it returns once librdkafka
+            # has handed every report to our event thread (short calls: an authentication
+            # failure is noticed within AUTH_PROBE seconds)
+            lib.rd_kafka_flush(p._rk, max(1, int(min(left, AUTH_PROBE) * 1000)))
+            with p._cond:
+                p._cond.wait_for(settled, max(0.0, min(0.2, deadline - time.monotonic())))
+
+    def stop(self, timeout: float) -> FlushResult:
+        """Producer.stop() once ``timeout`` is checked (see there)."""
+        p = self._p
+        if p._client.in_child:  # no lock: the parent's threads may have held it at fork
+            p._closing = True
+            p._client.close()
+            return FlushResult()
+        with p._cond:
+            if p._closing:
+                return FlushResult()
+            p._not_on_event_thread("stop")
+            p._closing = True
+            p._cond.notify_all()
+        p._balancers.close()
+        start = time.monotonic()
+        deadline = start + timeout
+        left = self._drain_or_purge(start, deadline, timeout)
+        with p._cond:  # a transaction call still inside librdkafka closes it on return
+            deferred = p._txn.defer_close()
+            if deferred:
+                log.warning("rdk.Producer.stop(): a transaction call is still running; the "
+                            "librdkafka handle is freed when it returns")
+        if not deferred:
+            p._client.close(max(0.0, deadline - time.monotonic()))  # a stuck callback cannot hold us
+        _exit.unregister(p, _exit.PRODUCERS)
+        with p._cond:
+            return FlushResult(left, p._ledger.take_failed())
+
+    def _drain_or_purge(self, start: float, deadline: float, timeout: float) -> int:
+        """Wait for the sends inside the C call, drain until shortly before ``deadline``,
+        then purge what is left (reported as failed): the messages still queued."""
+        p = self._p
+        purge_at = deadline - min(1.0, timeout * 0.25)  # time left to report what is purged
+        close_at = deadline - min(0.1, timeout * 0.05)  # time left to free the handle
+        with p._cond:  # blocked sends see _closing and return
+            p._cond.wait_for(lambda: p._active == 0, max(0.0, purge_at - start))
+        left = self.drain(purge_at, stop_on_auth=True)
+        if left:
+            failure = self.auth_failed("stop()")
+            lib.rd_kafka_purge(p._rk, PURGE_ALL)  # purged messages are reported as failed
+            if failure is not None:
+                log.error("rdk.Producer.stop(): %d message(s) not delivered: %s", left, failure)
+            left = self.drain(close_at)
+        return left
