@@ -138,16 +138,9 @@ class TransactionError(KafkaError):
         context: The call that failed; prefixes the message. None: no prefix.
     """
 
-    def __init__(
-        self,
-        code: int,
-        description: str | None = None,
-        *,
-        fatal: bool = False,
-        retriable: bool | None = None,
-        txn_requires_abort: bool = False,
-        context: str | None = None,
-    ) -> None:
+    def __init__(self, code: int, description: str | None = None, *, fatal: bool = False,
+                 retriable: bool | None = None, txn_requires_abort: bool = False,
+                 context: str | None = None) -> None:
         super().__init__(code, description, fatal=fatal, retriable=retriable, context=context)
         self.txn_requires_abort = bool(txn_requires_abort)
         """True when the current transaction cannot commit: call ``abort_transaction()``."""

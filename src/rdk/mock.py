@@ -11,34 +11,27 @@ from __future__ import annotations
 
 import sys
 
-from .testing._base import EmbeddedBroker
-from .testing._kinds import KINDS, open_broker, start_broker
-from .testing._process import free_port
-from .testing._serve import build_parser, main, serve
-from .testing.kafka import KAFKA_VERSION, KafkaCluster
-from .testing.mock import API_KEYS, MAX_MOCK_BROKERS, MockCluster, MockClusterProcess
-from .testing.running import RunningCluster
-from .testing.tansu import S3Server, TansuBroker
+from . import testing as _testing
+from .testing import API_KEYS as API_KEYS
+from .testing import KAFKA_VERSION as KAFKA_VERSION
+from .testing import KINDS as KINDS
+from .testing import MAX_MOCK_BROKERS as MAX_MOCK_BROKERS
+from .testing import EmbeddedBroker as EmbeddedBroker
+from .testing import KafkaCluster as KafkaCluster
+from .testing import MockCluster as MockCluster
+from .testing import MockClusterProcess as MockClusterProcess
+from .testing import RunningCluster as RunningCluster
+from .testing import S3Server as S3Server
+from .testing import TansuBroker as TansuBroker
+from .testing import build_parser as build_parser
+from .testing import free_port as free_port
+from .testing import main as main
+from .testing import open_broker as open_broker
+from .testing import serve as serve
+from .testing import start_broker as start_broker
 
-__all__ = [
-    "API_KEYS",
-    "KAFKA_VERSION",
-    "KINDS",
-    "MAX_MOCK_BROKERS",
-    "EmbeddedBroker",
-    "KafkaCluster",
-    "MockCluster",
-    "MockClusterProcess",
-    "RunningCluster",
-    "S3Server",
-    "TansuBroker",
-    "build_parser",
-    "free_port",
-    "main",
-    "open_broker",
-    "serve",
-    "start_broker",
-]
+# rdk.testing's names, but for the two it gained later (BrokerKind, kafka_libs)
+__all__ = [name for name in _testing.__all__ if name not in ("BrokerKind", "kafka_libs")]
 
 if __name__ == "__main__":
     sys.exit(main())

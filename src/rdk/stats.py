@@ -156,49 +156,17 @@ def topics_stats(
     """
     buffered = buffered or {}
     next_offsets = next_offsets or {}
-    rows = []
-    for t, p in keys:
-        e = partition_entry(stats, t, p)
-        hi = _int(e, "hi_offset", -1)
-        lo = _int(e, "lo_offset", -1)
-        nxt = _int(e, "next_offset", -1)
-        if nxt < 0:
-            nxt = next_offsets.get((t, p), -1)
-        if nxt < 0 and lo >= 0:
-            nxt = lo
-        app = _int(e, "app_offset", -1)
-        fetchq = max(0, _int(e, "fetchq_cnt", 0))
-        ahead = max(0, nxt - app) if nxt >= 0 and app >= 0 else 0
-        rows.append(((t, p), e, hi, lo, nxt, app, fetchq, ahead))
-    queued = {r[0]: r[6] for r in rows}
+    rows = [_offsets_row(stats, t, p, next_offsets) for t, p in keys]
+    queued = {r.key: r.fetchq for r in rows}
     if shared_queue and rows:
-        queued = _split(max(r[6] for r in rows), {r[0]: r[7] for r in rows})
+        queued = _split(max(r.fetchq for r in rows), {r.key: r.ahead for r in rows})
     by_topic: dict[str, dict[int, PartitionStats]] = {}
-    for (t, p), e, hi, lo, nxt, app, fetchq, _ in rows:
-        mine = max(0, int(buffered.get((t, p), 0)))
-        q = queued[(t, p)]
-        if shared_queue and app >= 0:
-            # librdkafka's next_offset of a paused partition can stay where fetching was,
-            # though pause() dropped what was queued: count from what it handed out
-            nxt = app + q
-        by_topic.setdefault(t, {})[p] = PartitionStats(
-            partition=p,
-            waiting_kafka=max(0, hi - nxt) if hi >= 0 and nxt >= 0 else 0,
-            waiting_local=q + mine,
-            kafka_log_size=max(0, hi - max(lo, 0)) if hi >= 0 else 0,
-            hi_offset=hi,
-            lo_offset=lo,
-            next_offset=nxt,
-            app_offset=app,
-            queued=q,
-            buffered=mine,
-            fetchq_cnt=fetchq,
-            fetch_state=str(e.get("fetch_state", "")),
-            topic=t,
-        )
+    for row in rows:
+        t, p = row.key
+        by_topic.setdefault(t, {})[p] = _partition_stats(row, queued[row.key], buffered, shared_queue)
     every = [s for per in by_topic.values() for s in per.values()]
     if first_topic is None:
-        first_topic = rows[0][0][0] if rows else ""
+        first_topic = rows[0].key[0] if rows else ""
     return ConsumerStats(
         waiting_kafka=sum(s.waiting_kafka for s in every),
         waiting_local=sum(s.waiting_local for s in every),
@@ -206,6 +174,62 @@ def topics_stats(
         partitions=by_topic.get(first_topic, {}),
         rdkafka_stats=dict(stats),
         topics=by_topic,
+    )
+
+
+@dataclass(frozen=True)
+class _OffsetsRow:
+    """One partition's offsets as librdkafka's stats give them (-1: unknown)."""
+
+    key: tuple[str, int]
+    entry: Mapping[str, Any]
+    hi: int
+    lo: int
+    nxt: int
+    app: int
+    fetchq: int
+    ahead: int  # fetched beyond what librdkafka handed out
+
+
+def _offsets_row(stats: Mapping[str, Any], t: str, p: int,
+                 next_offsets: Mapping[tuple[str, int], int]) -> _OffsetsRow:
+    e = partition_entry(stats, t, p)
+    hi = _int(e, "hi_offset", -1)
+    lo = _int(e, "lo_offset", -1)
+    nxt = _int(e, "next_offset", -1)
+    if nxt < 0:
+        nxt = next_offsets.get((t, p), -1)
+    if nxt < 0 and lo >= 0:
+        nxt = lo
+    app = _int(e, "app_offset", -1)
+    fetchq = max(0, _int(e, "fetchq_cnt", 0))
+    ahead = max(0, nxt - app) if nxt >= 0 and app >= 0 else 0
+    return _OffsetsRow((t, p), e, hi, lo, nxt, app, fetchq, ahead)
+
+
+def _partition_stats(row: _OffsetsRow, q: int, buffered: Mapping[tuple[str, int], int],
+                     shared_queue: bool) -> PartitionStats:
+    """The figures of ``row``'s partition, ``q`` of the fetch queue counted as its own."""
+    (t, p), e, hi, lo, nxt, app = row.key, row.entry, row.hi, row.lo, row.nxt, row.app
+    mine = max(0, int(buffered.get((t, p), 0)))
+    if shared_queue and app >= 0:
+        # librdkafka's next_offset of a paused partition can stay where fetching was,
+        # though pause() dropped what was queued: count from what it handed out
+        nxt = app + q
+    return PartitionStats(
+        partition=p,
+        waiting_kafka=max(0, hi - nxt) if hi >= 0 and nxt >= 0 else 0,
+        waiting_local=q + mine,
+        kafka_log_size=max(0, hi - max(lo, 0)) if hi >= 0 else 0,
+        hi_offset=hi,
+        lo_offset=lo,
+        next_offset=nxt,
+        app_offset=app,
+        queued=q,
+        buffered=mine,
+        fetchq_cnt=row.fetchq,
+        fetch_state=str(e.get("fetch_state", "")),
+        topic=t,
     )
 
 

@@ -37,21 +37,22 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import multiprocessing
-import multiprocessing.connection as mpc
 import os
-import pickle
 import signal
 import threading
 import time
-import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 from . import _exit
+from ._worker_child import FIGURES, current_slot, request_stop
+from ._worker_child import SHARE_FIGURES as SHARE_FIGURES
+from ._worker_config import check_pool_arguments as _check_pool_arguments
+from ._worker_supervision import MAX_BACKOFF as MAX_BACKOFF
+from ._worker_supervision import Slot as _Slot
+from ._worker_supervision import Supervision as _Supervision
 from .errors import RdkError
-from .validate import check_callable, check_int, check_timeout
 
 __all__ = [
     "DEFAULT_MAX_RESTARTS",
@@ -71,12 +72,6 @@ DEFAULT_MAX_RESTARTS = 5
 """A slot may die this many times in a row before the pool stops (``max_restarts``)."""
 DEFAULT_RESTART_BACKOFF = 1.0
 """Seconds before a slot's first restart; doubled for each further death in a row."""
-MAX_BACKOFF = 60.0
-_KILL_GRACE = 5.0  # seconds past stop_timeout before a worker that will not stop is killed
-FIGURES = ("waiting_kafka", "waiting_local", "kafka_log_size")
-# rdk.ShareStats counters, forwarded when a worker's consumer reports them
-SHARE_FIGURES = ("delivered", "accepted", "released", "rejected", "redelivered", "ack_errors",
-                 "lock_expired_batches")
 
 
 class WorkerError(RdkError):
@@ -106,29 +101,6 @@ class WorkerError(RdkError):
         """The worker's exception as ``"TypeName: message"``, or None."""
         self.permanent = permanent
         """True when the pool stopped without restarting (the error was not transient)."""
-
-
-# KafkaError names that no restart can fix: the topic is not there.
-_PERMANENT_KAFKA_ERRORS = frozenset({"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC", "TOPIC_EXCEPTION",
-                                     "TOPIC_AUTHORIZATION_FAILED", "INVALID_TOPIC_EXCEPTION"})
-
-
-def _is_permanent(error: BaseException) -> bool:
-    """A start failure that a restart would only repeat: wrong input, refused configuration,
-    an unusable offset directory, or a topic that does not exist."""
-    from .errors import KafkaError, LockedError
-
-    if isinstance(error, LockedError):
-        return False  # the previous worker of the slot may still hold the lock
-    if isinstance(error, (ValueError, TypeError)):  # ConfigError and OffsetFileError too
-        return True
-    name = getattr(error, "name", "") if isinstance(error, KafkaError) else ""
-    return name.lstrip("_") in _PERMANENT_KAFKA_ERRORS
-
-
-def _describe_error(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 @dataclass(frozen=True)
@@ -192,203 +164,7 @@ class PoolStats:
         return dict(sorted(merged.items()))
 
 
-# ---------------------------------------------------------------------------------------
-# worker side (runs in the spawned child)
-
-_child: dict[str, Any] = {}  # conn, lock, slot, num_workers, stop: set in a worker process
-
-
-def current_slot() -> tuple[int, int] | None:
-    """``(worker_slot, num_workers)`` inside a worker process started by rdk.workers, else None.
-
-    Returns:
-        ``(worker_slot, num_workers)``, or None outside a worker process.
-    """
-    if "slot" not in _child:
-        return None
-    return _child["slot"], _child["num_workers"]
-
-
-def request_stop() -> None:
-    """Inside a worker: ask the parent to stop the whole pool gracefully (e.g. work is done).
-
-    Raises:
-        RuntimeError: Not inside a worker process started by rdk.workers.
-    """
-    if "conn" not in _child:
-        raise RuntimeError("request_stop() works only inside a worker process started by rdk.workers")
-    _send(("stop",))
-
-
-def _send(msg: tuple) -> None:
-    conn = _child.get("conn")
-    if conn is None:
-        return
-    # OSError, ValueError: the parent is gone; the death signal will stop us
-    with _child["lock"], contextlib.suppress(OSError, ValueError):
-        conn.send(msg)
-
-
-def _figure(obj: Any, name: str) -> int:
-    value = obj.get(name, 0) if isinstance(obj, Mapping) else getattr(obj, name, 0)
-    return int(value or 0)
-
-
-def _stats_payload(info: Any) -> dict:
-    """The parts of a consumer stats info worth shipping to the parent (no rdkafka_stats)."""
-    parts = info.get("partitions") if isinstance(info, Mapping) else getattr(info, "partitions", None)
-    per: dict[int, dict[str, int]] = {}
-    items: Iterable[tuple[Any, Any]]
-    if isinstance(parts, Mapping):
-        items = parts.items()
-    else:  # a list of per-partition objects carrying .partition
-        items = ((_figure(p, "partition"), p) for p in (parts or ()))
-    for p, figs in items:
-        per[int(p)] = {name: _figure(figs, name) for name in FIGURES}
-    payload: dict[str, Any] = {name: _figure(info, name) for name in FIGURES}
-    payload["partitions"] = per
-    from .share import ShareStats
-
-    if isinstance(info, ShareStats):
-        payload["share"] = {name: _figure(info, name) for name in SHARE_FIGURES}
-    return payload
-
-
-def _forward_stats(info: Any) -> None:
-    """The stats_callback a worker's consumer gets: ship the figures to the parent."""
-    _send(("stats", _stats_payload(info)))
-
-
-def _set_parent_death_signal() -> None:
-    """Linux: SIGTERM this worker if the parent dies without stopping it."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
-
-
-def _worker_main(slot: int, num_workers: int, factory: Callable, conn: Any,
-                 forward_stats: bool, stop_timeout: float, parent_pid: int,
-                 group_id: str | None = None) -> None:
-    """Body of worker process ``slot``: build, start, wait for the stop signal, stop."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    _set_parent_death_signal()
-    if os.getppid() != parent_pid:  # the parent died before we could ask to follow it
-        raise SystemExit(1)
-    _child.update(conn=conn, lock=threading.Lock(), slot=slot, num_workers=num_workers, stop=stop)
-    kwargs: dict[str, Any] = ({"group_id": group_id} if group_id is not None
-                              else {"worker_slot": slot, "num_workers": num_workers})
-    if forward_stats:
-        kwargs["stats_callback"] = _forward_stats
-    try:
-        consumer = factory(**kwargs)
-        for method in ("start", "stop"):
-            if not callable(getattr(consumer, method, None)):
-                raise TypeError(f"consumer_factory returned {type(consumer).__name__}, which has "
-                                f"no {method}() method; return an rdk.Consumer (or an object "
-                                "with start() and stop(timeout))")
-        partitions = consumer.start()
-    except BaseException as e:
-        log.exception("worker slot %d (pid %d): the consumer failed to start", slot, os.getpid())
-        _send(("failed", _describe_error(e), _is_permanent(e), "start"))
-        raise SystemExit(1) from None
-    owned = [int(p) if isinstance(p, int) else (str(p[0]), int(p[1])) for p in (partitions or ())]
-    _send(("started", os.getpid(), sorted(owned)))
-    while not stop.wait(1.0):
-        err = _consumer_failure(consumer)
-        if err is not None:
-            log.error("worker slot %d (pid %d): consumer failed: %s", slot, os.getpid(), err)
-            _send(("failed", _describe_error(err), False, "run"))
-            with contextlib.suppress(BaseException):
-                consumer.stop(min(stop_timeout, 5.0))
-            raise SystemExit(1)
-    try:
-        consumer.stop(stop_timeout)
-    except BaseException as e:
-        log.exception("worker slot %d (pid %d): stopping the consumer failed", slot, os.getpid())
-        _send(("failed", _describe_error(e), False, "stop"))
-        raise SystemExit(1) from None
-    _send(("stopped",))
-    raise SystemExit(0)
-
-
-def _consumer_failure(consumer: Any) -> Any:
-    """A fatal error the consumer reports about itself (``.error``/``.failed``), if any."""
-    for name in ("fatal_error", "error"):
-        err = getattr(consumer, name, None)
-        if isinstance(err, BaseException):
-            return err
-    return None
-
-
-# ---------------------------------------------------------------------------------------
-# parent side
-
-
-class _Slot:
-    __slots__ = (
-        "cause",
-        "conn",
-        "failures",
-        "index",
-        "next_start",
-        "partitions",
-        "pid",
-        "process",
-        "restarts",
-        "started_at",
-        "stats",
-    )
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.process: Any = None
-        self.conn: Any = None
-        self.pid: int | None = None
-        self.started_at = 0.0
-        self.failures = 0  # consecutive deaths
-        self.restarts = 0  # total restarts
-        self.next_start: float | None = None
-        self.partitions: list[int] | None = None
-        self.stats: WorkerStats | None = None
-        self.cause: tuple[str, bool, str] | None = None  # the live worker's reported failure
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "is still running"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-def _close_fds(*fds: int) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def _accepts_keyword(fn: Callable, name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return True  # cannot tell; let the call decide
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
-
-
-class WorkerPool:
+class WorkerPool(_Supervision):
     """N worker processes, one consumer each, supervised by a thread in this process.
 
     ``start()`` launches the workers and returns at once; ``stop(timeout)`` stops them
@@ -437,36 +213,9 @@ class WorkerPool:
         healthy_after: float = 60.0,
         group_id: str | None = None,
     ) -> None:
-        check_int(num_workers, "num_workers", minimum=1)
-        if group_id is not None:
-            if not isinstance(group_id, str):
-                raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-            if not group_id:
-                raise ValueError("group_id must not be empty")
-        check_callable(consumer_factory, "consumer_factory", required=True)
-        check_callable(stats_callback, "stats_callback")
-        if max_restarts is not None:
-            check_int(max_restarts, "max_restarts", minimum=0)
-        check_timeout(restart_backoff, "restart_backoff")
-        check_timeout(stop_timeout, "stop_timeout")
-        check_timeout(healthy_after, "healthy_after")
-        try:
-            pickle.dumps(consumer_factory)
-        except RuntimeError:
-            pass  # holds multiprocessing objects, which pickle only while spawning: fine
-        except (pickle.PicklingError, TypeError, AttributeError) as e:
-            raise TypeError(
-                "consumer_factory must be picklable to reach the worker processes (a module-level "
-                f"function, a class or a functools.partial of one), got {consumer_factory!r}: {e}"
-            ) from None
-        if stats_callback is not None and not _accepts_keyword(consumer_factory, "stats_callback"):
-            raise TypeError(
-                "with stats_callback, consumer_factory must accept a stats_callback keyword "
-                "(pass it on to rdk.Consumer)"
-            )
-        if group_id is not None and not _accepts_keyword(consumer_factory, "group_id"):
-            raise TypeError("with group_id, consumer_factory must accept a group_id keyword "
-                            "(pass it on to rdk.Consumer)")
+        _check_pool_arguments(num_workers, consumer_factory, stats_callback=stats_callback,
+                              max_restarts=max_restarts, restart_backoff=restart_backoff,
+                              stop_timeout=stop_timeout, healthy_after=healthy_after, group_id=group_id)
         self.num_workers = num_workers
         self.group_id = group_id
         self.consumer_factory = consumer_factory
@@ -477,20 +226,7 @@ class WorkerPool:
         self.healthy_after = float(healthy_after)
         self.error: WorkerError | None = None
         """The [rdk.workers.WorkerError][] that stopped the pool, if any."""
-        self._ctx = multiprocessing.get_context("spawn")
-        self._slots = [_Slot(i) for i in range(num_workers)]
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._stop_requested = False
-        self._kill_requested = False
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_w, False)
-        os.set_blocking(self._wake_r, False)
-        # Closed only when the pool is collected, so a late request_stop() never writes to
-        # a file descriptor number that something else has reused.
-        weakref.finalize(self, _close_fds, self._wake_r, self._wake_w)
+        self._init_supervision(num_workers)
 
     # -- public --------------------------------------------------------------------------
     @property
@@ -546,11 +282,7 @@ class WorkerPool:
         Args:
             kill: SIGKILL the workers instead of stopping them gracefully.
         """
-        self._stop_requested = True
-        if kill:
-            self._kill_requested = True
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"x")
+        self._request_stop(kill)
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop every worker gracefully and wait (at most ``timeout`` s) for the pool to end.
@@ -645,107 +377,7 @@ class WorkerPool:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- supervision -----------------------------------------------------------------------
-    def _spawn(self, slot: _Slot) -> None:
-        reader, writer = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(
-            target=_worker_main,
-            name=f"rdk-worker-{slot.index}",
-            args=(slot.index, self.num_workers, self.consumer_factory, writer,
-                  self.stats_callback is not None, self.stop_timeout, os.getpid(), self.group_id),
-        )
-        proc.start()
-        writer.close()
-        with self._lock:
-            slot.process, slot.conn, slot.pid = proc, reader, proc.pid
-            slot.started_at = time.monotonic()
-            slot.next_start = None
-            slot.partitions = None
-            slot.stats = None
-            slot.cause = None
-        log.info("worker slot %d started (pid %d)", slot.index, proc.pid)
-
-    def _supervise(self) -> None:
-        stopping_since: float | None = None
-        try:
-            for slot in self._slots:
-                if self._stop_requested:
-                    break
-                self._spawn(slot)
-            while True:
-                now = time.monotonic()
-                live = [s for s in self._slots if s.process is not None]
-                if self._stop_requested and stopping_since is None:
-                    stopping_since = now
-                    self._begin_stop(live)
-                if stopping_since is not None:
-                    if not live:
-                        break
-                    if self._kill_requested or now - stopping_since > self.stop_timeout + _KILL_GRACE:
-                        self._kill(live)
-                        break
-                else:
-                    for s in self._slots:
-                        if s.process is None and s.next_start is not None and s.next_start <= now:
-                            self._spawn(s)
-                self._wait_and_handle(now, stopping_since)
-        except BaseException:
-            log.exception("the worker supervisor failed; killing the workers")
-            self._kill([s for s in self._slots if s.process is not None])
-            raise
-        finally:
-            with self._changed:
-                self._done.set()
-                self._changed.notify_all()
-
-    def _wait_and_handle(self, now: float, stopping_since: float | None) -> None:
-        waits: list[float] = [1.0]
-        if stopping_since is not None:
-            waits.append(stopping_since + self.stop_timeout + _KILL_GRACE - now)
-        waits += [s.next_start - now for s in self._slots if s.next_start is not None]
-        objects: list[Any] = [self._wake_r]
-        for s in self._slots:
-            if s.process is not None:
-                objects.append(s.process.sentinel)
-            if s.conn is not None:
-                objects.append(s.conn)
-        ready = mpc.wait(objects, max(0.0, min(waits)))
-        for s in self._slots:
-            if s.conn is not None and s.conn in ready:
-                self._drain(s)
-        if self._wake_r in ready:
-            with contextlib.suppress(OSError):
-                os.read(self._wake_r, 4096)
-        for s in self._slots:
-            if s.process is not None and s.process.sentinel in ready:
-                self._reap(s, stopping_since is not None or self._stop_requested)
-
-    def _drain(self, slot: _Slot) -> None:
-        conn = slot.conn
-        try:
-            while conn.poll():
-                self._handle(slot, conn.recv())
-        except (EOFError, OSError):
-            conn.close()
-            slot.conn = None
-
-    def _handle(self, slot: _Slot, msg: tuple) -> None:
-        kind = msg[0]
-        if kind == "started":
-            _, pid, partitions = msg
-            with self._changed:
-                slot.partitions = list(partitions)
-                self._changed.notify_all()
-            log.info("worker slot %d (pid %d) owns partitions %s", slot.index, pid, partitions)
-        elif kind == "stats":
-            self._on_stats(slot, msg[1])
-        elif kind == "stop":
-            log.info("worker slot %d asked to stop the pool", slot.index)
-            self.request_stop()
-        elif kind == "failed":
-            _, description, permanent, phase = msg
-            slot.cause = (str(description), bool(permanent), str(phase))
-
+    # -- what the supervision reports ---------------------------------------------------
     def _on_stats(self, slot: _Slot, payload: dict) -> None:
         stats = WorkerStats(slot=slot.index, pid=slot.pid or 0,
                             waiting_kafka=payload["waiting_kafka"],
@@ -769,71 +401,11 @@ class WorkerPool:
                       "thread, so it was logged and the pool goes on", type(e).__name__,
                       exc_info=True)
 
-    def _reap(self, slot: _Slot, stopping: bool) -> None:
-        proc = slot.process
-        proc.join(1.0)
-        if slot.conn is not None:
-            self._drain(slot)
-            if slot.conn is not None:
-                slot.conn.close()
-        code = proc.exitcode
-        uptime = time.monotonic() - slot.started_at
-        cause = slot.cause
-        with self._changed:
-            slot.process = slot.conn = slot.pid = None
-            slot.partitions = None
-            slot.stats = None
-            slot.cause = None
-            self._changed.notify_all()
-        said = "" if cause is None else f" ({cause[0]})"
-        if stopping:
-            level = logging.INFO if code == 0 else logging.WARNING
-            log.log(level, "worker slot %d (pid %d) %s while stopping%s", slot.index, proc.pid,
-                    _describe_exit(code), said)
-            return
-        slot.failures = 1 if uptime >= self.healthy_after else slot.failures + 1
-        if cause is not None and cause[1] and cause[2] == "start":
-            message = (f"worker slot {slot.index} (pid {proc.pid}) {_describe_exit(code)}: its "
-                       f"consumer failed to start with {cause[0]}; a restart would fail the same "
-                       "way, so the pool stops")
-            log.error(message)
-            self.error = self.error or WorkerError(message, slot.index, code, cause[0], permanent=True)
-            self.request_stop()
-            return
-        if self.max_restarts is not None and slot.failures > self.max_restarts:
-            message = (f"worker slot {slot.index} (pid {proc.pid}) {_describe_exit(code)}{said}; "
-                       f"it died {slot.failures} times in a row and the restart limit "
-                       f"(max_restarts={self.max_restarts}) is reached: stopping the pool")
-            log.error(message)
-            self.error = self.error or WorkerError(message, slot.index, code,
-                                                   None if cause is None else cause[0])
-            self.request_stop()
-            return
-        delay = min(self.restart_backoff * 2 ** (slot.failures - 1), MAX_BACKOFF)
-        slot.restarts += 1
-        slot.next_start = time.monotonic() + delay
-        limit = "unlimited" if self.max_restarts is None else f"{slot.failures}/{self.max_restarts}"
-        log.warning("worker slot %d (pid %d) %s%s; restarting it in %.1f s (restart %s in a row)",
-                    slot.index, proc.pid, _describe_exit(code), said, delay, limit)
-
-    def _begin_stop(self, live: list[_Slot]) -> None:
-        for s in self._slots:
-            s.next_start = None
-        for s in live:
-            with contextlib.suppress(Exception):
-                s.process.terminate()  # SIGTERM: the worker stops its consumer gracefully
-
-    def _kill(self, live: list[_Slot]) -> None:
-        for s in live:
-            if s.process is not None and s.process.exitcode is None:
-                log.warning("worker slot %d (pid %s) did not stop in time: killing it",
-                            s.index, s.process.pid)
-                with contextlib.suppress(Exception):
-                    s.process.kill()
-        for s in live:
-            if s.process is not None:
-                s.process.join(5.0)
-                self._reap(s, stopping=True)
+    def _fail(self, message: str, slot: int, exitcode: int | None, cause: str | None,
+              permanent: bool = False) -> None:
+        log.error(message)
+        self.error = self.error or WorkerError(message, slot, exitcode, cause, permanent=permanent)
+        self.request_stop()
 
 
 _P = ParamSpec("_P")

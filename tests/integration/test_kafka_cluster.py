@@ -172,7 +172,7 @@ def test_three_nodes_elect_a_new_leader_when_one_is_killed_and_take_it_back():
 def test_a_port_taken_before_the_jvm_binds_it_is_picked_again(monkeypatch):
     import socket
 
-    from rdk.testing import _process, kafka
+    from rdk.testing import _kafka_nodes, _process
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -184,7 +184,7 @@ def test_a_port_taken_before_the_jvm_binds_it_is_picked_again(monkeypatch):
         picks.append(port)
         return port
 
-    monkeypatch.setattr(kafka, "free_port", first_taken)
+    monkeypatch.setattr(_kafka_nodes, "free_port", first_taken)
     try:
         with KafkaCluster() as cluster:
             assert f":{taken.getsockname()[1]}" not in cluster.bootstrap_servers

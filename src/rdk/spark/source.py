@@ -8,7 +8,13 @@ from pyspark.sql.types import StructType
 
 from .. import arrow
 from ..errors import ConfigError
-from .options import check_early, parse_include_headers, parse_read_options, parse_write_options
+from .options import (
+    ReadOptions,
+    check_early,
+    parse_include_headers,
+    parse_read_options,
+    parse_write_options,
+)
 from .reader import KafkaBatchReader
 from .stream import KafkaStreamReader
 from .writer import KafkaBatchWriter, KafkaStreamWriter, check_write_schema
@@ -84,9 +90,7 @@ class KafkaDataSource(DataSource):
         Raises:
             rdk.ConfigError: An invalid option, or a custom schema.
         """
-        opts = parse_read_options(self.options, streaming=False)
-        _check_read_schema(schema, opts.include_headers)
-        return KafkaBatchReader(opts)
+        return KafkaBatchReader(self._read_options(schema, streaming=False))
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:
         """The micro-batch reader of ``spark.readStream``.
@@ -95,14 +99,18 @@ class KafkaDataSource(DataSource):
             schema: The schema Spark asks for; it must be [kafka_schema][rdk.spark.kafka_schema]'s.
 
         Returns:
-            The stream reader.
+            The micro-batch reader.
 
         Raises:
             rdk.ConfigError: An invalid option, or a custom schema.
         """
-        opts = parse_read_options(self.options, streaming=True)
+        return KafkaStreamReader(self._read_options(schema, streaming=True))
+
+    def _read_options(self, schema: StructType, *, streaming: bool) -> ReadOptions:
+        """The read options, checked, and ``schema`` checked against them."""
+        opts = parse_read_options(self.options, streaming=streaming)
         _check_read_schema(schema, opts.include_headers)
-        return KafkaStreamReader(opts)
+        return opts
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
         """The batch writer of ``df.write`` (``.mode("append")``).

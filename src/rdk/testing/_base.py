@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["EmbeddedBroker", "create_topics"]
+__all__ = ["AdminTopicsBroker", "EmbeddedBroker", "create_topics"]
 
 
 class EmbeddedBroker:
@@ -46,3 +46,20 @@ def create_topics(bootstrap: str, topics: Mapping[str, int]) -> None:
     if topics:
         with Admin(bootstrap) as admin:
             admin.create_topics(dict(topics), exist_ok=True)
+
+
+class AdminTopicsBroker(EmbeddedBroker):
+    """An embedded broker whose topics are created through rdk's Admin (a real cluster's
+    CreateTopics)."""
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create topic ``name`` through [rdk.Admin][] unless it exists.
+
+        Args:
+            name: The topic name.
+            partitions: Its partition count.
+
+        Raises:
+            rdk.KafkaError: The cluster refused.
+        """
+        create_topics(self.bootstrap_servers, {name: partitions})

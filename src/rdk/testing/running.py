@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ..validate import check_broker
-from ._base import EmbeddedBroker, create_topics
+from ._base import AdminTopicsBroker
 
 __all__ = ["RunningCluster"]
 
 
-class RunningCluster(EmbeddedBroker):
+class RunningCluster(AdminTopicsBroker):
     """A cluster somebody else runs (``bootstrap_servers``); ``close()`` leaves it running.
 
     Args:
@@ -25,18 +25,6 @@ class RunningCluster(EmbeddedBroker):
     def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = check_broker(bootstrap_servers, "bootstrap_servers")
         """The cluster's ``host:port`` list."""
-
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create topic ``name`` through [rdk.Admin][] unless it exists.
-
-        Args:
-            name: The topic name.
-            partitions: Its partition count.
-
-        Raises:
-            rdk.KafkaError: The cluster refused.
-        """
-        create_topics(self.bootstrap_servers, {name: partitions})
 
     def close(self) -> None:
         """Nothing: the cluster keeps running."""

@@ -14,7 +14,7 @@ import urllib.request
 
 from ..errors import RdkError
 from ..validate import check_int, check_timeout
-from ._base import EmbeddedBroker, create_topics
+from ._base import AdminTopicsBroker
 from ._process import ServerProcess, free_port, wait_for_metadata
 
 __all__ = ["S3Server", "TansuBroker"]
@@ -87,6 +87,15 @@ class S3Server:
                 time.sleep(0.05)
         raise RdkError(f"moto's S3 server at {self.endpoint} did not answer in time: {last}")
 
+    def __repr__(self) -> str:
+        return f"<S3Server {self.endpoint} bucket={self.bucket!r}>"
+
+    def __enter__(self) -> S3Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def env(self) -> dict[str, str]:
         """The ``AWS_*`` environment a client needs for this server (dummy credentials).
 
@@ -113,17 +122,8 @@ class S3Server:
         if server is not None:
             server.close()
 
-    def __enter__(self) -> S3Server:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<S3Server {self.endpoint} bucket={self.bucket!r}>"
-
-
-class TansuBroker(EmbeddedBroker):
+class TansuBroker(AdminTopicsBroker):
     """A Tansu broker process on 127.0.0.1; stopped for sure by close().
 
     Memory storage by default: everything is lost when the process ends. With
@@ -242,18 +242,6 @@ class TansuBroker(EmbeddedBroker):
         """
         self._live().stop()
         self._start(wait)
-
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create topic ``name`` through [rdk.Admin][] unless it exists.
-
-        Args:
-            name: The topic name.
-            partitions: Its partition count.
-
-        Raises:
-            rdk.KafkaError: The broker refused.
-        """
-        create_topics(self.bootstrap_servers, {name: partitions})
 
     def output(self) -> str:
         """What the broker process printed so far ("" once closed)."""
