@@ -188,14 +188,16 @@ class SlotAssignment(_Assignment):
         starts = self._starts(keys)
         first = cfg.topics[0]
         pipeline = self._new_pipeline(client, counts[first])
-        rules = [self._rule(t, ps, pipeline.expected_of(t, counts[t] - 1)[0],
-                            partial(_restart_in, pipeline, t)) for t, ps in owned.items()]
+        rules = []
+        for t, ps in owned.items():
+            expected = pipeline.expected_of(t, counts[t] - 1)[0]  # (one array per topic)
+            rules.append(self._rule(t, ps, expected, partial(_restart_in, pipeline, t)))
+            for p in ps:
+                start = starts[(t, p)]
+                expected[p] = start if start >= 0 else -1
+                pipeline.start_partition(p, start, t)
         pipeline.on_idle = partial(_check_all, rules)
         self.partition_count, self.partitions, self._keys = counts[first], owned[first], keys
-        for t, p in keys:
-            start = starts[(t, p)]
-            pipeline.set_expected(t, p, start if start >= 0 else -1)
-            pipeline.start_partition(p, start, t)
         self.logger.info("consumer of %s owns partitions %s (slot %d of %d), starting at %s",
                          self.topic, owned if cfg.multi_topic else owned[first], cfg.worker_slot,
                          cfg.num_workers, _describe_starts(starts, cfg.start_offset))
