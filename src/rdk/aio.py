@@ -121,11 +121,11 @@ class Producer:
         """Number of partitions of ``topic`` (KafkaError UNKNOWN_TOPIC_OR_PART if missing).
 
         Args:
-            topic: The topic name.
-            timeout: Seconds to wait for the metadata.
+            topic: The topic to look up (on an executor thread, not the event loop).
+            timeout: Seconds the metadata request may take.
 
         Returns:
-            The topic's partition count.
+            The partition count, once the executor's call returned.
 
         Raises:
             rdk.KafkaError: ``UNKNOWN_TOPIC_OR_PART``, or no metadata within ``timeout``.

@@ -60,7 +60,8 @@ class _OffsetsAdmin(_AdminBase):
             ``(low, high)`` as the broker reports them.
 
         Raises:
-            rdk.KafkaError: No answer within ``timeout``, an unknown topic or partition.
+            rdk.KafkaError: No ListOffsets answer within ``timeout``, an unknown topic or
+                partition.
             TypeError: An argument of the wrong type.
             ValueError: An illegal topic name, a negative partition or ``timeout``.
             rdk.ClosedError: After ``close()``.

@@ -1,4 +1,4 @@
-"""The state rdk.Producer shares with its collaborators (``_sending``, ``_transactions``,
+"""The state rdk.Producer shares with its parts (``_sending``, ``_transactions``,
 ``_lifetime``, ``_events``): the condition and what it guards, the Client, the checks every
 call makes, and the close at interpreter exit."""
 
@@ -22,34 +22,73 @@ from ._transactions import Transactions
 log = logging.getLogger("rdk")
 
 
+class ProducerState:
+    """What a producer's parts share: the condition and what it guards (the ledger and the
+    flags), the Client, and the checks every call makes."""
+
+    def __init__(self, cfg: ProducerConfig) -> None:
+        self.stats_cb = cfg.stats_cb
+        self.max_messages = cfg.max_messages
+        self.on_queue_full = cfg.on_queue_full
+        self.transactional_id = cfg.transactional_id
+        self.cond = threading.Condition(threading.Lock())  # guards the ledger and the flags below
+        self.ledger = Ledger(self.cond, cfg.dr_cb)
+        self.balancers = Balancers(cfg.balancer, cfg.driver)
+        self.active = 0  # send() calls inside the C enqueue
+        self.closing = False
+        self.fatal: KafkaError | None = None
+        self.client: Any = None  # the Client, once made (its event thread may poll before)
+        self.rk: Any = None
+
+    def check_open(self) -> None:
+        if self.closing:
+            raise ClosedError("Producer is stopped: it cannot be used after stop()")
+        self.client.ensure_open()  # a forked child: ClosedError naming the fork
+
+    def not_on_event_thread(self, what: str) -> None:
+        if self.client.on_event_thread():
+            raise RuntimeError(f"Producer.{what}() cannot be called from a producer callback: "
+                               "callbacks run on the thread that serves delivery reports")
+
+
 class ProducerCore:
-    """rdk.Producer's state and the private checks its calls share (Producer is the API)."""
+    """rdk.Producer's parts and the private checks its calls share (Producer is the API)."""
 
     transactional_id: str | None
     balancer: str
     on_queue_full: str
 
     def _start(self, cfg: ProducerConfig, oauth_cb: Callable[[str], Any] | None) -> None:
-        """The state, the collaborators and the Client of a producer made from ``cfg``."""
-        self._stats_cb = cfg.stats_cb
-        self._max_messages = cfg.max_messages
-        self._cond = threading.Condition(threading.Lock())  # guards the ledger and the flags below
-        self._ledger = Ledger(self._cond, cfg.dr_cb)
-        self._balancers = Balancers(cfg.balancer, cfg.driver)
-        self._active = 0  # send() calls inside the C enqueue
-        self._closing = False
-        self._fatal: KafkaError | None = None
-        self._sender = Sender(self)
-        self._txn = Transactions(self)
-        self._closer = Closer(self)
-        events = EventHandlers(self)
-        self._client = _binding.Client(
+        """The state, the parts and the Client of a producer made from ``cfg``."""
+        s = self._s = ProducerState(cfg)
+        self._txn = Transactions(s)
+        self._closer = Closer(s, self._txn)
+        self._sender = Sender(s, self._closer)
+        events = EventHandlers(s)
+        s.client = _binding.Client(
             "producer", cfg.props, cfg.topic_props,
             on_deliveries=events._on_deliveries, on_stats=events._on_stats,
             on_error=events._on_error, on_poll=events._on_poll, oauth_cb=oauth_cb,
         )
-        self._rk = self._client.rk
+        s.rk = s.client.rk
         _exit.register(self, _exit.PRODUCERS)
+
+    # the Producer's own view of the shared state
+    @property
+    def _client(self) -> Any:
+        return self._s.client
+
+    @property
+    def _balancers(self) -> Balancers:
+        return self._s.balancers
+
+    @property
+    def _ledger(self) -> Ledger:
+        return self._s.ledger
+
+    @property
+    def _closing(self) -> bool:
+        return self._s.closing
 
     def _close_at_exit(self, timeout: float) -> None:
         """The interpreter exits with this producer open: ``stop(timeout)``, and say what was
@@ -64,11 +103,7 @@ class ProducerCore:
                         result.failed)
 
     def _check_open(self) -> None:
-        if self._closing:
-            raise ClosedError("Producer is stopped: it cannot be used after stop()")
-        self._client.ensure_open()  # a forked child: ClosedError naming the fork
+        self._s.check_open()
 
     def _not_on_event_thread(self, what: str) -> None:
-        if self._client.on_event_thread():
-            raise RuntimeError(f"Producer.{what}() cannot be called from a producer callback: "
-                               "callbacks run on the thread that serves delivery reports")
+        self._s.not_on_event_thread(what)

@@ -190,7 +190,7 @@ class Producer(ProducerCore):
             rdk.TransactionError: librdkafka's failure, classified (``fatal``,
                 ``txn_requires_abort``, ``retriable``); ``_NOT_CONFIGURED`` without
                 ``transactional_id``.
-            RuntimeError: Called from a producer callback.
+            RuntimeError: Called from a producer callback (it would wait for itself).
             rdk.ClosedError: After ``stop()``, or in a forked child.
             TypeError: ``timeout`` is not a number.
             ValueError: ``timeout`` is negative or nan.
@@ -237,7 +237,7 @@ class Producer(ProducerCore):
             TypeError: ``offsets`` is not such a dict, or ``group_metadata`` is not an
                 rdk.GroupMetadata.
             ValueError: A partition or offset out of range, a negative ``timeout``.
-            RuntimeError: Called from a producer callback.
+            RuntimeError: Called from a producer callback (it waits for the coordinator).
             rdk.ClosedError: After ``stop()``, or in a forked child.
         """
         self._txn.send_offsets(offsets, group_metadata, timeout)
@@ -257,7 +257,7 @@ class Producer(ProducerCore):
             rdk.TransactionError: librdkafka's failure, classified (``fatal``,
                 ``txn_requires_abort``, ``retriable``); ``_NOT_CONFIGURED`` without
                 ``transactional_id``.
-            RuntimeError: Called from a producer callback.
+            RuntimeError: Called from a producer callback (the commit flushes first).
             rdk.ClosedError: After ``stop()``, or in a forked child.
             TypeError: ``timeout`` is not a number.
             ValueError: ``timeout`` is negative or nan.
@@ -280,7 +280,7 @@ class Producer(ProducerCore):
             rdk.TransactionError: librdkafka's failure, classified (``fatal``,
                 ``txn_requires_abort``, ``retriable``); ``_NOT_CONFIGURED`` without
                 ``transactional_id``.
-            RuntimeError: Called from a producer callback.
+            RuntimeError: Called from a producer callback (the abort purges and waits).
             rdk.ClosedError: After ``stop()``, or in a forked child.
             TypeError: ``timeout`` is not a number.
             ValueError: ``timeout`` is negative or nan.
@@ -326,11 +326,11 @@ class Producer(ProducerCore):
         """Number of partitions of ``topic``; KafkaError UNKNOWN_TOPIC_OR_PART if it does not exist.
 
         Args:
-            topic: The topic name.
-            timeout: Seconds to wait for the metadata.
+            topic: The topic to look up, on the producer's own connection.
+            timeout: Seconds to wait for the brokers' metadata answer.
 
         Returns:
-            The topic's partition count.
+            How many partitions ``topic`` has now.
 
         Raises:
             rdk.KafkaError: ``UNKNOWN_TOPIC_OR_PART``, or no metadata within ``timeout``.

@@ -19,14 +19,16 @@ from ._layout import layout, restrict
 from ._types import SendResult
 
 if TYPE_CHECKING:
-    from ._core import ProducerCore
+    from ._core import ProducerState
+    from ._lifetime import Closer
 
 
 class Sender:
     """One producer's send() work (the producer's condition guards what it shares)."""
 
-    def __init__(self, producer: ProducerCore) -> None:
-        self._p = producer
+    def __init__(self, state: ProducerState, closer: Closer) -> None:
+        self._s = state
+        self._closer = closer
         self.topics_ok: set[str] = set()  # topic names already checked and used
 
     def check(self, topic: Any, partition: Any, payloads: Any, timeout: Any,
@@ -34,14 +36,14 @@ class Sender:
         """send()'s arguments, all checked before anything is laid out (after the producer's
         state: stopped, forked, fatal error), a current authentication failure raised: the C
         partition and the timeout (at most MAX_TIMEOUT)."""
-        p = self._p
-        if p._closing:
+        p = self._s
+        if p.closing:
             raise ClosedError("Producer is stopped: send() after stop() is not allowed")
-        p._client.ensure_open()  # a forked child: before any lock or the parent's handle
-        if p._fatal is not None:
-            raise p._fatal
+        p.client.ensure_open()  # a forked child: before any lock or the parent's handle
+        if p.fatal is not None:
+            raise p.fatal
         part = self._check_arguments(topic, partition, payloads, timeout, on_delivery)
-        failure = p._closer.auth_failed(f"send to {topic!r}")
+        failure = self._closer.auth_failed(f"send to {topic!r}")
         if failure is not None:
             raise failure
         if timeout is not None:
@@ -53,37 +55,37 @@ class Sender:
     def produce(self, topic: str, part: int, payloads: Sequence[Any], timeout: float | None,
                 on_delivery: Callable[[int, list], Any] | None) -> SendResult:
         """Lay ``payloads`` out and enqueue them in one C call (see Producer.send)."""
-        p = self._p
+        p = self._s
         args = ffi.new("rdk_produce_args *")
         buffers = layout(payloads, args)  # validates every payload before anything is enqueued
         self.topics_ok.add(topic)
         n = len(payloads)
         deadline = None if timeout is None else time.monotonic() + timeout
         if part == UA:
-            args.partition_cnt, args.balancer = p._balancers.choose(
-                p._client, topic, args.keys != ffi.NULL, timeout)
-        state = p._ledger.new_send(payloads, topic, None if part == UA else part, on_delivery, buffers)
-        args.rk = p._rk
+            args.partition_cnt, args.balancer = p.balancers.choose(
+                p.client, topic, args.keys != ffi.NULL, timeout)
+        state = p.ledger.new_send(payloads, topic, None if part == UA else part, on_delivery, buffers)
+        args.rk = p.rk
         args.partition = part
         args.no_copy = 1  # state.buffers outlives every message of the send
-        with p._cond:
-            if p._closing:
+        with p.cond:
+            if p.closing:
                 raise ClosedError("Producer is stopped: send() after stop() is not allowed")
-            args.rkt = p._client.topic(topic)
-            send_id = p._ledger.register(state)
-            p._active += 1
+            args.rkt = p.client.topic(topic)
+            send_id = p.ledger.register(state)
+            p.active += 1
         args.opaque_base = send_id << 32
         try:
             enqueued = self._enqueue(send_id, state, args, deadline) if n else 0
         finally:
-            with p._cond:
-                p._active -= 1
-                if p._closing:
-                    p._cond.notify_all()
+            with p.cond:
+                p.active -= 1
+                if p.closing:
+                    p.cond.notify_all()
         if n == 0:  # nothing to wait for: its on_delivery(0, []) is due now
-            p._ledger.settle_unsent(send_id, state, [], [])
-            p._client.wake()
-        return SendResult(enqueued, p._ledger.outstanding)
+            p.ledger.settle_unsent(send_id, state, [], [])
+            p.client.wake()
+        return SendResult(enqueued, p.ledger.outstanding)
 
     def _check_arguments(self, topic: Any, partition: Any, payloads: Any, timeout: Any,
                          on_delivery: Any) -> int:
@@ -110,7 +112,7 @@ class Sender:
 
     def _check_partition(self, topic: str, part: int) -> None:
         """An explicit partition against the partition count the producer already knows."""
-        count = self._p._balancers.known_count(topic)
+        count = self._s.balancers.known_count(topic)
         if count is not None and part >= count:
             raise ValueError(f"partition {part} of topic {topic!r} does not exist: the topic has "
                              f"{count} partition(s), 0..{count - 1}")
@@ -123,10 +125,10 @@ class Sender:
         free room (until ``deadline``); under ``"raise"`` they raise ``QueueFullError``, and so
         do they under ``"block"`` on the event thread, which is the thread that frees room.
         """
-        p = self._p
+        p = self._s
         total = args.n
         block = p.on_queue_full == "block"
-        cannot_wait = block and p._client.on_event_thread()
+        cannot_wait = block and p.client.on_event_thread()
         # call_index[p]: the position in the call of this attempt's p-th message
         call_index: Sequence[int] = range(total)
         enqueued = 0
@@ -134,14 +136,14 @@ class Sender:
         refused: list[tuple[int, int]] = []  # (call position, error code) refused for another reason
         try:
             while True:
-                gen = p._ledger.dr_gen
+                gen = p.ledger.dr_gen
                 errs = ffi.new("int32_t[]", args.n)
                 args.errs = errs
                 got = lib.rdk_produce_batch(args)
                 enqueued += got
                 if got == args.n:
                     return enqueued
-                p._ledger.adjust_outstanding(got - args.n)  # only what librdkafka took is outstanding
+                p.ledger.adjust_outstanding(got - args.n)  # only what librdkafka took is outstanding
                 codes = ffi.unpack(errs, args.n)
                 failed = list(compress(range(args.n), codes))
                 queue_full = [call_index[p] for p in failed if codes[p] == ERR_QUEUE_FULL]
@@ -152,11 +154,11 @@ class Sender:
                 call_index = array("i", queue_full)  # the retry enqueues exactly these, in order
                 queue_full = []
                 restrict(args, call_index, total, state.buffers)
-                p._ledger.adjust_outstanding(args.n)
+                p.ledger.adjust_outstanding(args.n)
         finally:  # also when the wait is interrupted: every message is accounted for
             if queue_full or refused:
-                p._ledger.settle_unsent(send_id, state, queue_full, refused)
-                p._client.wake()
+                p.ledger.settle_unsent(send_id, state, queue_full, refused)
+                p.client.wake()
         if p.transactional_id is not None and any(code == ERR_STATE for _, code in refused):
             raise TransactionError(
                 ERR_STATE, "librdkafka refused the messages: no transaction is open (call "
@@ -176,12 +178,12 @@ class Sender:
 
     def _wait_for_room(self, gen: int, want: int, deadline: float | None) -> bool:
         """Block until delivery reports free room for ``want`` messages (or some room)."""
-        p = self._p
-        limit = p._max_messages
+        p = self._s
+        limit = p.max_messages
         need = min(want, max(1, limit // 4)) if limit > 0 else 1
-        ledger = p._ledger
-        with p._cond:
-            while not p._closing:
+        ledger = p.ledger
+        with p.cond:
+            while not p.closing:
                 if ledger.dr_gen != gen:
                     if limit <= 0 or limit - ledger.outstanding >= need:
                         return True
@@ -191,5 +193,5 @@ class Sender:
                     wait = min(wait, deadline - time.monotonic())
                     if wait <= 0:
                         return False
-                p._cond.wait(wait)
+                p.cond.wait(wait)
         return False

@@ -20,15 +20,15 @@ from ..transactions import (
 from ._config import ERR_NOT_CONFIGURED, INT32_MAX, timeout_seconds
 
 if TYPE_CHECKING:
-    from ._core import ProducerCore
+    from ._core import ProducerState
 
 
 class Transactions:
     """One producer's transaction calls; the state they share with ``stop()`` is guarded by
     the producer's condition."""
 
-    def __init__(self, producer: ProducerCore) -> None:
-        self._p = producer
+    def __init__(self, state: ProducerState) -> None:
+        self._s = state
         self.calls = 0  # transaction calls inside librdkafka (guarded by the producer's _cond)
         self.partitions: dict[str, int] = {}  # topic -> partitions seen in metadata
         self.close_deferred = False  # stop() left the handle to the last of them
@@ -52,7 +52,7 @@ class Transactions:
         parts = new_partition_list(checked)
         with group_metadata._lock:  # close() of the metadata waits for this call
             cgmd = group_metadata._pointer()
-            check_partitions_exist(self._p._client, checked, self.partitions, start + ms / 1000)
+            check_partitions_exist(self._s.client, checked, self.partitions, start + ms / 1000)
             ms = max(0, ms - int((time.monotonic() - start) * 1000))
             self._call("send_offsets_to_transaction",
                        lib.rd_kafka_send_offsets_to_transaction, parts, cgmd, ms)
@@ -72,8 +72,8 @@ class Transactions:
         return self.close_deferred
 
     def _check(self, what: str) -> None:
-        self._p._check_open()
-        if self._p.transactional_id is None:
+        self._s.check_open()
+        if self._s.transactional_id is None:
             raise TransactionError(
                 ERR_NOT_CONFIGURED, f"{what}() needs a transactional producer: "
                 "create it with Producer(..., transactional_id=...)", context=what)
@@ -81,27 +81,27 @@ class Transactions:
     def _timeout_ms(self, timeout: Any, what: str) -> int:
         self._check(what)
         ms = int(timeout_seconds(timeout) * 1000)
-        self._p._not_on_event_thread(what)  # it waits for reports that thread delivers
+        self._s.not_on_event_thread(what)  # it waits for reports that thread delivers
         return min(ms, INT32_MAX)
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """One librdkafka transaction call; stop() never frees the handle under it."""
-        p = self._p
-        with p._cond:
-            if p._closing:
+        p = self._s
+        with p.cond:
+            if p.closing:
                 raise ClosedError(f"Producer is stopped: {what}() after stop() is not allowed")
-            on_event_thread = p._client.on_event_thread()
+            on_event_thread = p.client.on_event_thread()
             if not on_event_thread:
                 self.calls += 1
         if on_event_thread:  # begin_transaction() from a callback: the Client frees the
-            raise_for_error(fn(p._rk, *args), what)  # handle only after the callback
+            raise_for_error(fn(p.rk, *args), what)  # handle only after the callback
             return
         try:
-            raise_for_error(fn(p._rk, *args), what)
+            raise_for_error(fn(p.rk, *args), what)
         finally:
-            with p._cond:
+            with p.cond:
                 self.calls -= 1
                 close_now = self.close_deferred and self.calls == 0
-                p._cond.notify_all()
+                p.cond.notify_all()
             if close_now:
-                p._client.close()
+                p.client.close()

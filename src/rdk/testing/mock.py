@@ -167,7 +167,7 @@ class MockCluster(EmbeddedBroker):
             broker_id: The id of a broker set down, 1..num_brokers.
 
         Raises:
-            rdk.KafkaError: librdkafka refused (e.g. an unknown broker id).
+            rdk.KafkaError: librdkafka refused (e.g. a broker id the cluster does not have).
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
