@@ -104,7 +104,8 @@ def new_consumer(job: Job, callback: Any, offset_dir: str, **extra: Any) -> Any:
 
 def store_figures(consumer: Any, seconds: float) -> dict[str, Any]:
     """The FileOffsetStore's counters over the consumer's life, per second of it."""
-    store = getattr(consumer, "_store", None)
+    progress = getattr(consumer, "_progress", None)  # (rdk.consumer._progress.Progress)
+    store = getattr(progress, "store", None)
     if seconds <= 0 or not hasattr(store, "files_written"):
         return {}
     return {"offset_flushes": store.flushes, "offset_files_written": store.files_written,

@@ -236,6 +236,21 @@ class TopicFileStores:
                 out.update({(t, p): v for p, v in store.read(ps).items()})
         return out
 
+    @property
+    def flushes(self) -> int:
+        """Offset-file writes (summed over the topics' FileOffsetStores, for benchmarks)."""
+        return sum(s.flushes for s in self.stores.values())
+
+    @property
+    def files_written(self) -> int:
+        """Offset files written (summed over topics)."""
+        return sum(s.files_written for s in self.stores.values())
+
+    @property
+    def sync_calls(self) -> int:
+        """fsync/syncfs calls (summed over topics)."""
+        return sum(s.sync_calls for s in self.stores.values())
+
     def commit(self, offsets: Mapping[Key, int]) -> None:
         by_topic: dict[str, dict[int, int]] = {}
         for (t, p), v in offsets.items():
