@@ -66,3 +66,31 @@ def test_spark_bench_compares_rdk_with_sparks_jvm_connector_on_kafka(tmp_path):
     assert data["broker"] == "kafka"
     assert set(data["results"]) == {"ceiling", "rdk", "jvm"}  # every count checked by the bench
     assert all(r["both_s"] > 0 for r in data["results"].values())
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+def test_spark_bench_runs_every_scenario_against_the_jvm_connector(tmp_path):
+    """Issue 29: parquet, stream and sink besides count, 1 KiB values, rows/s and MB/s."""
+    if kafka_unavailable():
+        pytest.skip(kafka_unavailable())
+    out = tmp_path / "spark-scenarios.json"
+    run("spark_bench.py", "--broker", "kafka", "--skip-naive", "--messages", "20000",
+        "--repeat", "1", "--warmup", "0", "--scenarios", "count,parquet,stream,sink",
+        "--value-size", "1024", "--max-offsets-per-trigger", "10000", "--json", str(out),
+        timeout=600)
+    data = json.loads(out.read_text())
+    assert data["value_size"] == 1024 and data["messages"] == 20000
+    assert data["machine"]["cpus"] > 0 and data["versions"]["spark"]
+    assert len(data["loadavg_start"]) == 3 and len(data["loadavg_end"]) == 3
+    scenarios = data["scenarios"]
+    assert set(scenarios) == {"count", "parquet", "stream", "sink"}
+    for name, figures in scenarios.items():
+        for contender in ("ceiling", "rdk", "jvm"):
+            f = figures[contender]
+            assert f["rows"] == 20000 and f["rows_per_s"] > 0, (name, contender, f)
+            assert f["mb_per_s"] == pytest.approx(f["rows_per_s"] * 1024 / 1e6), (name, contender)
+        assert set(figures["ratios"]) == {"rdk/jvm", "rdk/ceiling"}, name
+    for contender in ("rdk", "jvm"):  # the bench fails loudly otherwise; the JSON says so too
+        assert scenarios["sink"][contender]["verified"], scenarios["sink"][contender]
+        assert scenarios["sink"][contender]["topic_messages"] == [20000]
