@@ -161,6 +161,10 @@ class Consumer(Lifecycle):
         self.decode, self.commit_on_error = cfg.decode, cfg.commit_on_error
         self._describe, self._owner = f"consumer of {cfg.topic}", f"Consumer of {cfg.topic!r}"
         self._init_lifecycle()
+        self._build_parts(cfg)
+
+    def _build_parts(self, cfg: ConsumerConfig) -> None:
+        """The parts, each built once: progress, loop, stats, assignment strategy, threads."""
         self._running = threading.Event()  # clear while paused
         self._running.set()
         self._progress = Progress(cfg.topic, cfg.commit_on_error, cfg.logger)
