@@ -279,9 +279,32 @@ def spark_rows(data: Data, out: Path) -> Path:
 
 
 def spark_jvm(data: Data, out: Path) -> Path:
-    """rdkafka against Spark's own JVM connector on Apache Kafka (spark_jvm.json)."""
+    """rdkafka against Spark's own JVM connector on Apache Kafka (spark_jvm.json): every
+    scenario of the run (``scenarios``), or the two batch queries of an older file."""
     data.get("results", "jvm")
-    return _spark_plot(data, out, "spark_jvm.svg")
+    if "scenarios" not in data.doc:
+        return _spark_plot(data, out, "spark_jvm.svg")
+    names = data.get("scenario_names")
+    present = [c for c in SPARK_CONTENDERS if c[0] in data.get("scenarios", names[0])]
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    width = 0.8 / len(present)
+    for i, (key, label, colour) in enumerate(present):
+        ys = [data.get("scenarios", name, key, "rows_per_s", number=True) for name in names]
+        xs = [x + (i - (len(present) - 1) / 2) * width for x in range(len(names))]
+        bars = ax.bar(xs, ys, width, label=label, color=colour)
+        ax.bar_label(bars, [f"{y / 1e3:,.0f} k" for y in ys], fontsize=7)
+    ax.set_xticks(range(len(names)), names)
+    _millions(ax)
+    ax.set_ylabel("rows / s (median)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"Spark, {data.get('messages', number=True):,} x {data.get('value_size')} B in "
+                 f"{data.get('partitions')} partitions, local[2], Apache Kafka")
+    fig.tight_layout()
+    path = out / "spark_jvm.svg"
+    _save(fig, path)
+    return path
 
 
 def _spark_plot(data: Data, out: Path, name: str) -> Path:
@@ -443,8 +466,9 @@ PLOTS: dict[str, tuple[str, list[Callable[[Data, Path], Path]]]] = {
                        [java_peer_throughput, latency_percentiles]),
     "spark_bench.json": (".venv/bin/python bench/spark_bench.py --messages 500000 --repeat 3 "
                          "--json docs/data/spark_bench.json", [spark_rows]),
-    "spark_jvm.json": (".venv/bin/python bench/spark_bench.py --broker kafka --messages 300000 "
-                       "--repeat 3 --warmup 2 --skip-naive --json docs/data/spark_jvm.json",
+    "spark_jvm.json": (".venv/bin/python bench/spark_bench.py --broker kafka --messages 1000000 "
+                       "--scenarios count,groupby,parquet,stream,sink --repeat 3 --warmup 1 "
+                       "--skip-naive --json docs/data/spark_jvm.json",
                        [spark_jvm]),
     "start_cost.json": (".venv/bin/python bench/start_cost.py --out docs/data/start_cost.json",
                         [start_cost]),
