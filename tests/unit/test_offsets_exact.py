@@ -624,7 +624,10 @@ def test_read_gives_librdkafka_the_time_left_in_ms(store, cluster, monkeypatch):
     assert rec.committed_ms == [3000, 2950]
     rec.committed_ms.clear()
     store.timeout = 0.0
-    assert store.read([0]) == {}
+    try:
+        assert store.read([0]) == {}
+    except KafkaError as e:  # 1 ms can be too little for the broker's answer on a busy machine
+        assert e.name == "_TIMED_OUT", e
     assert rec.committed_ms == [1]  # never 0 (librdkafka's "do not wait")
 
 
