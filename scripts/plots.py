@@ -470,7 +470,8 @@ PLOTS: dict[str, tuple[str, list[Callable[[Data, Path], Path]]]] = {
                        "--scenarios count,groupby,parquet,stream,sink --repeat 3 --warmup 1 "
                        "--skip-naive --json docs/data/spark_jvm.json",
                        [spark_jvm]),
-    "start_cost.json": (".venv/bin/python bench/start_cost.py --out docs/data/start_cost.json",
+    "start_cost.json": (".venv/bin/python bench/start_cost.py --partitions 4,512,2048,8192 "
+                        "--repeat 3 --out docs/data/start_cost.json",
                         [start_cost]),
     "share_bench.json": ("python bench/share_bench.py --repeat 3 --out docs/data/share_bench.json",
                          [share_throughput]),

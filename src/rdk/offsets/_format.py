@@ -143,12 +143,20 @@ def read_offset_file(path: str | os.PathLike) -> int | None:
     fd = _open_read_only(path, f"offset file {os.fspath(path)!s} cannot be read")
     if fd is None:
         return None
+    chunks: list[bytes] = []
+    size = 0
     try:
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)  # one byte more tells an oversized file
+        while size <= MAX_FILE_BYTES:  # one byte more tells an oversized file
+            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as e:
         raise OffsetFileError(f"offset file {os.fspath(path)!s} cannot be read: {e}") from e
-    return parse_offset_text(data, path)
+    finally:
+        os.close(fd)
+    return parse_offset_text(b"".join(chunks), path)
 
 
 class OffsetFile(NamedTuple):

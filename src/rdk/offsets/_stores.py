@@ -6,7 +6,6 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .. import _binding
@@ -15,7 +14,15 @@ from .._partitions import partition_list, partition_list_offsets
 from ..errors import KafkaError
 from ..validate import check_broker, check_int, check_options, check_topic_name, check_wait
 from ._files import ensure_directory, write_offset_files
-from ._format import MAX_OFFSET, _check_partition, check_topic_fits, offset_file_name, read_offset_file
+from ._format import (
+    MAX_OFFSET,
+    NAME_MAX,
+    SUFFIX,
+    _check_partition,
+    check_topic_fits,
+    offset_file_name,
+    read_offset_file,
+)
 
 
 @runtime_checkable
@@ -86,10 +93,13 @@ class FileOffsetStore:
         except FileNotFoundError:
             return {}
         found = {}
-        for p in partitions:
-            name = offset_file_name(self.topic, p)
+        directory, prefix = os.fspath(self.directory), f"{self.topic}-"
+        for p in partitions:  # (names built here: offset_file_name checked the topic already)
+            name = f"{prefix}{_check_partition(p)}{SUFFIX}"
+            if len(name) > NAME_MAX:
+                offset_file_name(self.topic, p)  # raises, naming topic and partition
             if name in present:
-                value = read_offset_file(Path(self.directory) / name)
+                value = read_offset_file(os.path.join(directory, name))
                 if value is not None:
                     found[p] = value
         return found
