@@ -295,14 +295,19 @@ def spark_jvm(data: Data, out: Path) -> Path:
         bars = ax.bar(xs, ys, width, label=label, color=colour)
         ax.bar_label(bars, [f"{y / 1e3:,.0f} k" for y in ys], fontsize=7)
     ax.set_xticks(range(len(names)), names)
+    title = (f"Spark, {data.get('messages', number=True):,} x {data.get('value_size')} B in "
+             f"{data.get('partitions')} partitions, local[2], Apache Kafka")
+    return _finish_bars(fig, ax, out / "spark_jvm.svg", "rows / s (median)", title, fontsize=8)
+
+
+def _finish_bars(fig, ax, path: Path, ylabel: str, title: str, **legend: Any) -> Path:
+    """Millions on the y axis, its label, a grid, the legend and the title; saved to ``path``."""
     _millions(ax)
-    ax.set_ylabel("rows / s (median)")
+    ax.set_ylabel(ylabel)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(f"Spark, {data.get('messages', number=True):,} x {data.get('value_size')} B in "
-                 f"{data.get('partitions')} partitions, local[2], Apache Kafka")
+    ax.legend(**legend)
+    ax.set_title(title)
     fig.tight_layout()
-    path = out / "spark_jvm.svg"
     _save(fig, path)
     return path
 
@@ -443,16 +448,10 @@ def share_throughput(data: Data, out: Path) -> Path:
         f"{data.get('summary', k, 'partitions')} partitions\n"
         f"{data.get('summary', k, 'members')} member{'s' if data.get('summary', k, 'members') != 1 else ''}"
         for k in keys])
-    _millions(ax)
-    ax.set_ylabel("records / s (median; whisker: min)")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend()
-    ax.set_title(f"Share-group consume, {data.get('meta', 'plan', 'count'):,} x "
-                 f"{data.get('meta', 'size')} B, {data.get('meta', 'broker')}")
-    fig.tight_layout()
-    path = out / "share_throughput.svg"
-    _save(fig, path)
-    return path
+    title = (f"Share-group consume, {data.get('meta', 'plan', 'count'):,} x "
+             f"{data.get('meta', 'size')} B, {data.get('meta', 'broker')}")
+    return _finish_bars(fig, ax, out / "share_throughput.svg", "records / s (median; whisker: min)",
+                        title)
 
 
 # ---- command line ------------------------------------------------------------------------------

@@ -54,15 +54,19 @@ def test_spark_bench_compares_rdk_with_the_ceiling_and_the_naive_way(tmp_path):
     assert all(r["both_s"] > 0 for r in results.values())
 
 
+def spark_bench_on_kafka(out, *extra: str) -> dict:
+    """bench/spark_bench.py on an embedded Apache Kafka, 20 000 messages, one timed run: its JSON."""
+    if kafka_unavailable():
+        pytest.skip(kafka_unavailable())
+    run("spark_bench.py", "--broker", "kafka", "--skip-naive", "--messages", "20000",
+        "--repeat", "1", "--warmup", "0", *extra, "--json", str(out), timeout=600)
+    return json.loads(out.read_text())
+
+
 @pytest.mark.spark
 @pytest.mark.kafka
 def test_spark_bench_compares_rdk_with_sparks_jvm_connector_on_kafka(tmp_path):
-    if kafka_unavailable():
-        pytest.skip(kafka_unavailable())
-    out = tmp_path / "spark-jvm.json"
-    run("spark_bench.py", "--broker", "kafka", "--skip-naive", "--messages", "20000",
-        "--repeat", "1", "--warmup", "0", "--json", str(out), timeout=600)
-    data = json.loads(out.read_text())
+    data = spark_bench_on_kafka(tmp_path / "spark-jvm.json")
     assert data["broker"] == "kafka"
     assert set(data["results"]) == {"ceiling", "rdk", "jvm"}  # every count checked by the bench
     assert all(r["both_s"] > 0 for r in data["results"].values())
@@ -72,14 +76,9 @@ def test_spark_bench_compares_rdk_with_sparks_jvm_connector_on_kafka(tmp_path):
 @pytest.mark.kafka
 def test_spark_bench_runs_every_scenario_against_the_jvm_connector(tmp_path):
     """Issue 29: parquet, stream and sink besides count, 1 KiB values, rows/s and MB/s."""
-    if kafka_unavailable():
-        pytest.skip(kafka_unavailable())
-    out = tmp_path / "spark-scenarios.json"
-    run("spark_bench.py", "--broker", "kafka", "--skip-naive", "--messages", "20000",
-        "--repeat", "1", "--warmup", "0", "--scenarios", "count,parquet,stream,sink",
-        "--value-size", "1024", "--max-offsets-per-trigger", "10000", "--json", str(out),
-        timeout=600)
-    data = json.loads(out.read_text())
+    data = spark_bench_on_kafka(tmp_path / "spark-scenarios.json", "--scenarios",
+                                "count,parquet,stream,sink", "--value-size", "1024",
+                                "--max-offsets-per-trigger", "10000")
     assert data["value_size"] == 1024 and data["messages"] == 20000
     assert data["machine"]["cpus"] > 0 and data["versions"]["spark"]
     assert len(data["loadavg_start"]) == 3 and len(data["loadavg_end"]) == 3
