@@ -434,16 +434,6 @@ def test_ensure_directory_messages(tmp_path):
     assert ensure_directory(d) == d and d.is_dir() and os.listdir(d) == []
 
 
-def test_reading_a_symlinked_offset_file_is_refused_even_to_a_valid_file(tmp_path):
-    real = tmp_path / "real.offset"
-    real.write_text("12\n")
-    link = offset_file_path(tmp_path, "t", 0)
-    link.symlink_to(real)
-    with pytest.raises(OffsetFileError) as ei:
-        read_offset_file(link)
-    assert str(ei.value).startswith(f"offset file {link} is a symbolic link (to {str(real)!r}); rdk ")
-
-
 def test_an_unreadable_path_names_the_os_error(tmp_path):
     f = tmp_path / "file"
     f.write_text("1")
