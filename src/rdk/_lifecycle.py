@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from typing import TypeVar
 
 from . import _exit
@@ -46,6 +47,7 @@ class Lifecycle:
         self._stop_event = threading.Event()
         self._closed_event = threading.Event()
         self._error: KafkaError | None = None
+        self._wakers: list[Callable[[], None]] = []  # rdk.aio's: a stop, an error, a resume
 
     # ---- the subclass's part -------------------------------------------------------------
     def start(self) -> object:  # pragma: no cover - every subclass defines it
@@ -138,6 +140,7 @@ class Lifecycle:
                 return
             self._stop_event.set()
             self._stop_requested()
+            self._wake()
             if self._on_own_thread():
                 if self._state == "running":
                     threading.Thread(target=self._stop, args=(timeout,), daemon=True,
@@ -162,7 +165,13 @@ class Lifecycle:
             if self._error is not None:
                 return False
             self._error = err
+        self._wake()
         return True
+
+    def _wake(self) -> None:
+        """Tell rdk.aio's waiting tasks that something changed (any thread, never blocks)."""
+        for wake in self._wakers:
+            wake()
 
     def _stop_in_background(self) -> None:
         threading.Thread(target=self._stop, args=(30.0,), daemon=True,

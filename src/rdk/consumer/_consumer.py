@@ -234,6 +234,7 @@ class Consumer(Lifecycle):
                 self._loop_thread.check_open()
             try:
                 pipeline = self._assignment.open()
+                pipeline.on_filled = self._wake
             except BaseException:
                 self._threads.teardown()
                 raise
@@ -328,6 +329,7 @@ class Consumer(Lifecycle):
                 self._running.clear()
             else:
                 self._running.set()
+                self._wake()
 
     def _settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
                 by_user: bool = False) -> None:
@@ -376,6 +378,16 @@ class Consumer(Lifecycle):
                 return
             prev = batch
             yield batch
+
+    def _take_batch(self) -> Batch | None:
+        """Iterator mode without waiting (rdk.aio): the next ready batch, tracked, or None
+        (none ready, paused or stopping); raises the error that stopped fetching."""
+        self._check_process()
+        if self._error is not None:
+            raise self._error
+        pipeline = cast(FetchPipeline, self._assignment.pipeline)
+        return pipeline.next_batch(0, self._progress.tracker.add, self._running,
+                                   self._stop_event, lambda: self._error)
 
     def _on_client_error(self, err: KafkaError) -> None:
         if stops_consumer(err, self.logger, self.topic, pattern=self.pattern is not None):

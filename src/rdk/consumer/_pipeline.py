@@ -151,6 +151,7 @@ class FetchPipeline:
         self.decode = decode
         self.logger = logger
         self.on_idle: Callable[[], None] | None = None
+        self.on_filled: Callable[[], None] | None = None  # a batch is ready (rdk.aio's wake-up)
         self._stopping = stopping
         self._on_fatal = on_fatal
         self._settle = settle
@@ -292,6 +293,8 @@ class FetchPipeline:
             fetched[(topic, p)] = fetched.get((topic, p), 0) + count
         carry = b.carry_end > b.carry_start
         self._queue.put((b, parts, self._seq, topic))  # never blocks: the buffers bound the queue
+        if self.on_filled is not None:
+            self.on_filled()
         return carry
 
     def _handle_errors(self, b: Any) -> None:
@@ -346,14 +349,16 @@ class FetchPipeline:
             if failed is not None:
                 raise failed
             left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
-            if left <= 0:
-                return None
             if not running.is_set():
+                if left <= 0:
+                    return None
                 running.wait(left)
                 continue
             try:
-                batch = self.hand_out(self.wait_filled(left), track)
+                batch = self.hand_out(self.wait_filled(max(0.0, left)), track)
             except queue.Empty:
+                if left <= 0:
+                    return None  # timeout 0: one look, no wait (rdk.aio)
                 continue
             if batch is None or batch.messages:
                 return batch  # (empty: all of it was of partitions fenced off meanwhile)

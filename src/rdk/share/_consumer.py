@@ -116,7 +116,7 @@ class ShareConsumer(Lifecycle):
         self._give_up = threading.Event()  # stop()'s deadline passed: release, do not wait
         self._thread: threading.Thread | None = None
         self._worker: ShareThread | None = None
-        self._handoff: queue.Queue[ShareBatch | None] = queue.Queue(maxsize=1)
+        self._handoff: queue.Queue[ShareBatch | None] = _Handoff(self._wake)
         self._handle: Any = None  # the cffi handle of the worker: the C callbacks' opaque
         self._counts = ShareCounts()
         self._deadline = time.monotonic() + 30.0  # stop()'s, for the final commit
@@ -285,6 +285,17 @@ class ShareConsumer(Lifecycle):
             if prev is not None:
                 prev._settled.set()
 
+    def _take_batch(self) -> ShareBatch | None:
+        """Iterator mode without waiting (rdk.aio): the batch handed over, or None; raises
+        the error that stopped the consumer."""
+        self._check_process()
+        if self._error is not None:
+            raise self._error
+        try:
+            return self._handoff.get_nowait()
+        except queue.Empty:
+            return None
+
     # ---- errors ----------------------------------------------------------------------
     def _fail(self, err: KafkaError) -> None:
         if not self._fail_once(err):
@@ -297,3 +308,15 @@ class ShareConsumer(Lifecycle):
     def __repr__(self) -> str:
         return (f"<ShareConsumer group={self.group_id!r} topics={self.topics!r} "
                 f"{self._state}>")
+
+
+class _Handoff(queue.Queue):
+    """The one-batch hand-over of iterator mode; each batch put wakes rdk.aio's waiting task."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        super().__init__(maxsize=1)
+        self._wake_up = wake
+
+    def _put(self, item: Any) -> None:
+        super()._put(item)
+        self._wake_up()
