@@ -67,6 +67,10 @@ class Balancers:
             return None
         return entry[0]
 
+    def may_look_up(self, topic: str) -> bool:
+        """Whether choose() for ``topic`` may wait for a partition-count lookup."""
+        return self._c_kind is not None and topic not in self._entries
+
     def choose(self, client: Client, topic: str, keyed: bool, timeout: float | None) -> tuple[int, Any]:
         """``(partition count, C balancer)`` for a send without a partition; ``(0, NULL)``
         leaves the choice to librdkafka's partitioner.

@@ -37,6 +37,7 @@ class ProducerState:
         self.active = 0  # send() calls inside the C enqueue
         self.closing = False
         self.fatal: KafkaError | None = None
+        self.on_auth_failure: list[Callable[[KafkaError], None]] = []  # rdk.aio's pending sends
         self.client: Any = None  # the Client, once made (its event thread may poll before)
         self.rk: Any = None
 

@@ -49,5 +49,7 @@ class EventHandlers:
         elif _binding.is_auth_failure(error):
             log.error("rdk.Producer: authentication failed, nothing is delivered until it "
                       "succeeds: %s", error)
+            for notify in self._s.on_auth_failure:
+                notify(error)
         else:
             log.warning("rdk.Producer: librdkafka error: %s", error)
