@@ -1,0 +1,198 @@
+"""rdk.aio waits on file descriptors and thread-settled futures, never on the loop's executor.
+
+Every claim is an event: the executor's threads all run at once (a barrier of its size)
+while the consumers wait; a waiting consumer is one whose wake-up fd is registered with the
+loop. Time bounds are deadlines against hangs only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+
+import pytest
+
+import rdk
+import rdk.aio
+from rdk.testing import MockCluster
+
+EXECUTOR_THREADS = 4
+DEADLINE = 60.0
+
+
+def run(coro_fn, loop_kind="asyncio"):
+    """Run ``coro_fn()`` on a new loop of ``loop_kind`` with a small default executor."""
+    if loop_kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(
+        EXECUTOR_THREADS, thread_name_prefix="loop-executor"))
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro_fn(), 300))
+    finally:
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+
+async def waiting(consumers):
+    """Until every consumer's task waits on its wake-up fd (registered with the loop)."""
+    while not all(c._waker._waiting for c in consumers):
+        await asyncio.sleep(0.01)  # a poll of state, not a claim: the claim is checked after
+
+
+async def executor_is_free():
+    """Every thread of the loop's default executor runs at once: none is held."""
+    loop = asyncio.get_running_loop()
+    barrier = threading.Barrier(EXECUTOR_THREADS)
+    await asyncio.gather(*(loop.run_in_executor(None, barrier.wait, DEADLINE)
+                           for _ in range(EXECUTOR_THREADS)))
+    assert await asyncio.wait_for(loop.getaddrinfo("localhost", 80), DEADLINE)
+    assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), DEADLINE) == 42
+
+
+def os_threads():
+    """The process's threads, librdkafka's included (threading sees only Python's)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def executor_threads():
+    return [t.name for t in threading.enumerate() if t.name.startswith("loop-executor")]
+
+
+def produce(bootstrap, topic, payloads, partition=0):
+    p = rdk.Producer(bootstrap, queue_buffering_max_ms=5)
+    assert p.send(topic, partition, payloads).enqueued == len(payloads)
+    assert p.stop(30) == 0
+
+
+@pytest.fixture
+def cluster():
+    with MockCluster(1) as mc:
+        yield mc
+
+
+def test_a_hundred_idle_consumers_leave_the_executor_free_and_stop_promptly(cluster, tmp_path):
+    n = 100
+    for i in range(n):
+        cluster.create_topic(f"idle-{i}", 1)
+
+    async def main():
+        consumers = [rdk.aio.Consumer(cluster.bootstrap_servers, f"idle-{i}", tmp_path / str(i),
+                                      statistics_interval_ms=0) for i in range(n)]
+
+        async def read(c):
+            return [b async for b in c]
+
+        before = os_threads()
+        tasks = [asyncio.create_task(read(c)) for c in consumers]
+        await asyncio.wait_for(waiting(consumers), DEADLINE)
+        per_consumer = (os_threads() - before) / n
+        held = executor_threads()  # none: no consumer ever used the loop's executor
+        await executor_is_free()
+        await asyncio.wait_for(asyncio.gather(*(c.stop() for c in consumers)), DEADLINE)
+        got = await asyncio.wait_for(asyncio.gather(*tasks), DEADLINE)
+        return per_consumer, held, got
+
+    per_consumer, held, got = run(main)
+    assert got == [[]] * n  # every iteration ended at stop(), empty
+    assert held == []
+    print(f"threads per idle aio consumer (librdkafka's and rdk's own): {per_consumer:.1f}")
+    assert per_consumer <= 12  # librdkafka: main, internal, broker threads; rdk: fetch, committer...
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_busy_and_an_idle_consumer_side_by_side(cluster, tmp_path, loop_kind):
+    cluster.create_topic("busy", 1)
+    cluster.create_topic("quiet", 1)
+    payloads = [b"b%d" % i for i in range(3000)]
+    produce(cluster.bootstrap_servers, "busy", payloads)
+
+    async def main():
+        busy = rdk.aio.Consumer(cluster.bootstrap_servers, "busy", tmp_path / "b",
+                                max_messages_per_callback=100)
+        idle = rdk.aio.Consumer(cluster.bootstrap_servers, "quiet", tmp_path / "q")
+        quiet_it = idle.batches()
+        quiet = asyncio.create_task(quiet_it.__anext__())
+        await asyncio.wait_for(waiting([idle]), DEADLINE)
+        got = []
+        async for batch in busy:
+            got.extend(m.value for m in batch)
+            await batch.commit()
+            if len(got) >= len(payloads):
+                break
+        assert not quiet.done() and idle._waker._waiting  # still waiting, nothing invented
+        assert executor_threads() == []  # neither consumer used the loop's executor
+        await executor_is_free()
+        await asyncio.to_thread(produce, cluster.bootstrap_servers, "quiet", [b"now"])
+        first = await asyncio.wait_for(quiet, DEADLINE)
+        await busy.stop()
+        await idle.stop()
+        return got, [m.value for m in first]
+
+    got, first = run(main, loop_kind)
+    assert got == payloads and first == [b"now"]
+
+
+def test_a_kept_iterator_goes_on_after_a_cancelled_anext(cluster, tmp_path):
+    cluster.create_topic("cancel", 1)
+
+    async def main():
+        consumer = rdk.aio.Consumer(cluster.bootstrap_servers, "cancel", tmp_path)
+        it = consumer.batches()
+        pending = asyncio.create_task(it.__anext__())
+        await asyncio.wait_for(waiting([consumer]), DEADLINE)
+        # the loop runs other tasks while the wait is pending (it holds no loop time)
+        other = asyncio.Event()
+        asyncio.get_running_loop().call_soon(other.set)
+        await asyncio.wait_for(other.wait(), DEADLINE)
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        assert not consumer._waker._waiting  # the fd left the loop with the cancelled wait
+        await asyncio.to_thread(produce, cluster.bootstrap_servers, "cancel", [b"after"])
+        batch = await asyncio.wait_for(it.__anext__(), DEADLINE)  # the same iterator
+        await consumer.stop()
+        return [m.value for m in batch]
+
+    assert run(main) == [b"after"]
+
+
+def test_several_loops_in_several_threads(cluster, tmp_path):
+    k = 3
+    for i in range(k):
+        cluster.create_topic(f"loop-{i}", 1)
+        produce(cluster.bootstrap_servers, f"loop-{i}", [b"x%d" % i] * 10)
+    results: dict[int, object] = {}
+
+    def thread_main(i):
+        async def main():
+            async with rdk.aio.Consumer(cluster.bootstrap_servers, f"loop-{i}",
+                                        tmp_path / str(i)) as c:
+                got = []
+                async for batch in c:
+                    got.extend(m.value for m in batch)
+                    if len(got) >= 10:
+                        return got
+        try:
+            results[i] = run(main, "uvloop" if i == 1 and _has_uvloop() else "asyncio")
+        except BaseException as e:  # surfaced in the test thread
+            results[i] = e
+
+    threads = [threading.Thread(target=thread_main, args=(i,)) for i in range(k)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE * 2)
+    assert results == {i: [b"x%d" % i] * 10 for i in range(k)}
+
+
+def _has_uvloop():
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
