@@ -153,6 +153,34 @@ def test_wrong_password_fails_producer_flush_send_and_stop_within_seconds(kafka,
     assert "message(s) not delivered" in caplog.text and "Invalid username or password" in caplog.text
 
 
+def test_wrong_password_fails_every_pending_aio_send_with_the_cause_within_seconds(kafka, topic):
+    """await rdk.aio.Producer.send() settles with _AUTHENTICATION as soon as librdkafka reports
+    it (not with _PURGE_QUEUE at stop()): every pending send fails, naming its topic."""
+    import asyncio
+
+    import rdk.aio
+
+    bootstrap = kafka.bootstrap_servers_for("SASL_PLAINTEXT")
+
+    async def main():
+        producer = rdk.aio.Producer(bootstrap, driver_options=sasl("PLAIN", password="not-the-password"))
+        try:
+            t0 = time.monotonic()
+            sends = [producer.send(topic, p, [b"a", b"b"]) for p in (0, 1)]
+            # a hang becomes TimeoutError here, not the KafkaError the test requires
+            errors = await asyncio.wait_for(asyncio.gather(*sends, return_exceptions=True), DEADLINE)
+            return errors, time.monotonic() - t0
+        finally:
+            await producer.stop(30)
+
+    errors, took = asyncio.run(main())
+    assert [type(e) for e in errors] == [KafkaError, KafkaError], errors
+    for err in errors:
+        assert err.name == "_AUTHENTICATION", err
+        assert "Invalid username or password" in str(err) and topic in str(err)
+    assert took < DEADLINE
+
+
 def test_oauth_token_expired_before_use_is_a_named_error(kafka):
     """oauth_cb hands out a token whose expiry has passed: librdkafka refuses it
     ("Must supply an unexpired token"), rdk reports the token failure, calls fail by name."""
