@@ -355,3 +355,44 @@ def test_share_consumer_left_running_at_exit_exits_cleanly(kafka_cluster, new_to
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "received" in proc.stdout
     assert time.monotonic() - started < 100
+
+
+def test_aio_share_consumer_accepts_releases_rejects_and_its_iterator_survives_a_cancel(
+        kafka_cluster, new_topic):
+    import asyncio
+
+    import rdk.aio
+
+    topic = new_topic(kafka_cluster, 1, prefix="share-aio")
+    produce(kafka_cluster, topic, 0, values(6))
+
+    async def main():
+        async with rdk.aio.ShareConsumer(kafka_cluster.bootstrap_servers, [topic],
+                                         group_id=_group(), start_offset="earliest") as c:
+            seen = []
+            it = c.batches(timeout=60)
+            async for batch in it:
+                for m in batch:
+                    seen.append((m.value, m.delivery_count))
+                    if m.value == b"m0" and m.delivery_count == 1:
+                        batch.release(m)
+                    elif m.value == b"m1":
+                        batch.reject(m)
+                await batch.commit()  # the rest accepted
+                if (b"m0", 2) in seen:
+                    break
+            # an idle wait on the consumer's fd, cancelled: the same iterator goes on
+            pending = asyncio.create_task(it.__anext__())
+            while not c._waker._waiting:
+                await asyncio.sleep(0.01)
+            pending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await pending
+            await asyncio.to_thread(produce, kafka_cluster, topic, 0, [b"late"])
+            late = await asyncio.wait_for(it.__anext__(), 60)
+            return seen, [m.value for m in late], c.consumer.stats()
+
+    seen, late, stats = asyncio.run(main())
+    assert sorted(seen) == sorted([(v, 1) for v in values(6)] + [(b"m0", 2)])
+    assert late == [b"late"]
+    assert stats.released >= 1 and stats.rejected == 1
