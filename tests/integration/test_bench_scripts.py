@@ -33,6 +33,22 @@ def test_consumer_bench_reports_every_client_on_the_mock_cluster():
     assert result["rdk_vs_confluent"] > 0
 
 
+def test_aio_bench_reports_every_peer_on_the_mock_cluster(tmp_path):
+    out = tmp_path / "aio.json"
+    run("aio_bench.py", "--broker", "mock", "--messages", "20000", "--latency-messages", "50",
+        "--sizes", "100", "--passes", "1", "--out", str(out))
+    report = json.loads(out.read_text())
+    assert report["command"] and report["date"] and len(report["load_before"]) == 3
+    results = report["results"]
+    for scenario in ("consume 100 B", "produce 100 B"):
+        for name, row in results[scenario].items():
+            assert not row["errors"] and row["median"] > 0, (scenario, name, row)
+    assert "rdk.aio" in results["consume 100 B"] and "rdk sync" in results["consume 100 B"]
+    for name in ("rdk.aio", "rdk sync"):
+        assert 0 < results["latency"][name]["p50_ms"] <= results["latency"][name]["p99_ms"]
+    assert results["latency"]["errors"] == []
+
+
 def test_latency_mix_times_every_pairing():
     done = run("latency_mix.py", "--rounds", "1", "--rate", "2000", "--seconds", "2")
     rows = [r for r in map(str.split, done.stdout.splitlines())
