@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -159,14 +160,20 @@ def produce_confluent_aio(bootstrap: str, topic: str, count: int, size: int) -> 
     return asyncio.run(main())
 
 
-def _paced_producer(bootstrap: str, topic: str, count: int) -> None:
-    p = rdk.Producer(bootstrap, queue_buffering_max_ms=0, statistics_interval_ms=0)
-    try:
-        for _ in range(count):
-            p.send(topic, 0, [str(time.time_ns()).encode()])
-            time.sleep(0.002)
-    finally:
-        p.stop(30)
+def _paced_producer(bootstrap: str, topic: str, count: int) -> threading.Thread:
+    """A thread sending ``count`` messages, one every 2 ms, each holding its send time."""
+    def run() -> None:
+        p = rdk.Producer(bootstrap, queue_buffering_max_ms=0, statistics_interval_ms=0)
+        try:
+            for _ in range(count):
+                p.send(topic, 0, [str(time.time_ns()).encode()])
+                time.sleep(0.002)
+        finally:
+            p.stop(30)
+
+    t = threading.Thread(target=run, name="paced-producer")
+    t.start()
+    return t
 
 
 def _record(messages: list, lat: list[float], count: int) -> bool:
@@ -183,8 +190,6 @@ def _latency_summary(lat_us: list[float]) -> dict:
 
 
 def latency_rdk_aio(bootstrap: str, topic: str, count: int, size: int) -> dict:
-    import threading
-
     async def main() -> dict:
         tmp = tempfile.mkdtemp(prefix="rdk-aio-lat-")
         lat: list[float] = []
@@ -194,8 +199,7 @@ def latency_rdk_aio(bootstrap: str, topic: str, count: int, size: int) -> dict:
                 it = c.batches(timeout=0.5)
                 async for _ in it:  # ready: the assignment reads from "latest" now
                     pass
-                t = threading.Thread(target=_paced_producer, args=(bootstrap, topic, count))
-                t.start()
+                t = _paced_producer(bootstrap, topic, count)
                 async for batch in c.batches(timeout=30):
                     if _record(batch.messages, lat, count):
                         break
@@ -208,8 +212,6 @@ def latency_rdk_aio(bootstrap: str, topic: str, count: int, size: int) -> dict:
 
 
 def latency_rdk_sync(bootstrap: str, topic: str, count: int, size: int) -> dict:
-    import threading
-
     tmp = tempfile.mkdtemp(prefix="rdk-sync-lat-")
     lat: list[float] = []
     try:
@@ -217,8 +219,7 @@ def latency_rdk_sync(bootstrap: str, topic: str, count: int, size: int) -> dict:
                           statistics_interval_ms=0) as c:
             for _ in c.batches(timeout=0.5):
                 pass
-            t = threading.Thread(target=_paced_producer, args=(bootstrap, topic, count))
-            t.start()
+            t = _paced_producer(bootstrap, topic, count)
             for batch in c.batches(timeout=30):
                 if _record(batch.messages, lat, count):
                     break
