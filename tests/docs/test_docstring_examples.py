@@ -60,7 +60,7 @@ def _python_blocks(doc: str) -> list[str]:
 
 # harness: program text with {example} replaced by the example (indented as the harness needs)
 HARNESSES = {
-    "rdk.aio:Consumer": ('''
+    "rdk.aio._consumer:Consumer": ('''
 import asyncio, os, pathlib
 import rdk, rdk.aio
 
@@ -90,6 +90,39 @@ async def main():
         pass
     assert handled == [b"m%d" % i for i in range(50)], handled
     assert offset_file.read_text().strip() == "49"
+
+asyncio.run(main())
+''', 4),
+    "rdk.aio._share:ShareConsumer": ('''
+import asyncio, os
+import rdk, rdk.aio
+
+brokers = os.environ["RDK_BROKERS"]
+with rdk.Producer(brokers) as p:
+    p.send("events", 0, [b"m%d" % i for i in range(20)])
+    assert p.flush(10) == 0
+handled = []
+
+async def handle(m):
+    first = m.value not in handled
+    handled.append(m.value)
+    return m.value != b"m3" or not first  # m3 is released once, handled when it comes back
+
+async def example():
+{example}
+
+async def main():
+    task = asyncio.ensure_future(example())
+    for _ in range(600):  # at most 60 s
+        if sorted(set(handled)) == sorted(b"m%d" % i for i in range(20)) and len(handled) == 21:
+            break
+        await asyncio.sleep(0.1)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    assert sorted(handled) == sorted([b"m%d" % i for i in range(20)] + [b"m3"]), handled
 
 asyncio.run(main())
 ''', 4),

@@ -89,7 +89,8 @@ class ShareConsumer:
     of [rdk.ShareConsumer][], consumed by iteration:
 
     ```python
-    async with rdk.aio.ShareConsumer(brokers, "jobs", group_id="workers") as consumer:
+    async with rdk.aio.ShareConsumer(brokers, "events", group_id="workers",
+                                     start_offset="earliest") as consumer:
         async for batch in consumer:
             for m in batch.messages:
                 (batch.accept if await handle(m) else batch.release)(m)
