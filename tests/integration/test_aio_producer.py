@@ -4,6 +4,7 @@ with the same accounting as on_delivery; the event loop is never blocked."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -94,6 +95,9 @@ def test_block_policy_waits_for_room_off_the_event_loop(mock_cluster):
             while ticks - seen < 100 or p.producer.send_queue_length < 10:  # send() is waiting
                 assert not send.done(), "send() finished while the leader was down"
                 await asyncio.sleep(0.001)
+            # the wait for room holds no thread: no call thread of rdk.aio's, no executor thread
+            assert [t.name for t in threading.enumerate()
+                    if t.name.startswith(("rdk-aio", "asyncio"))] == []
             released = time.monotonic()
             mock_cluster.broker_set_up(1)  # runs only if the loop is free while send() waits
             result = await send
@@ -125,3 +129,27 @@ def test_cancelled_waiter_does_not_break_the_producer(broker, new_topic):
     assert time.monotonic() - start < 20
     with rdk.Admin(broker.bootstrap_servers) as admin:
         assert admin.watermarks(topic, 0)[1] == 2  # the cancelled call's message was still delivered
+
+
+def test_block_policy_gives_up_at_timeout_with_the_refused_messages_as_failures(mock_cluster):
+    """No room within ``timeout`` (0 here: one attempt): what fitted is delivered, the rest are
+    the send's _QUEUE_FULL failures in call order, as rdk.Producer.send reports them."""
+    mock_cluster.create_topic("aio-block-t", 1)
+    mock_cluster.partition_set_leader("aio-block-t", 0, 1)
+
+    async def main():
+        async with aio.Producer(mock_cluster.bootstrap_servers, queue_buffering_max_messages=10,
+                                queue_buffering_max_ms=1, on_queue_full="block") as p:
+            assert await p.send("aio-block-t", 0, [b"warm-up"]) == (1, [])
+            mock_cluster.broker_set_down(1)
+            send = asyncio.create_task(
+                p.send("aio-block-t", 0, [b"%02d" % i for i in range(30)], timeout=0))
+            await asyncio.sleep(0)  # the send's one attempt runs (no await before it gives up)
+            assert p.producer.send_queue_length == 10 and not p._room
+            mock_cluster.broker_set_up(1)
+            return await asyncio.wait_for(send, 60)
+
+    result = asyncio.run(main())
+    assert result.delivered == 10
+    assert [(m.value, e.name) for m, e in result.failures] == [
+        (b"%02d" % i, "_QUEUE_FULL") for i in range(10, 30)]

@@ -38,6 +38,7 @@ class ProducerState:
         self.closing = False
         self.fatal: KafkaError | None = None
         self.on_auth_failure: list[Callable[[KafkaError], None]] = []  # rdk.aio's pending sends
+        self.on_deliveries: list[Callable[[], None]] = []  # rdk.aio's waits for room
         self.client: Any = None  # the Client, once made (its event thread may poll before)
         self.rk: Any = None
 

@@ -28,6 +28,8 @@ class EventHandlers:
         if d.n_runs:  # delivered: the broker took our credentials
             self._s.client.auth_failure = None
         self._s.ledger.on_deliveries(d)
+        for notify in self._s.on_deliveries:
+            notify()
 
     def _on_poll(self) -> None:
         client = self._s.client

@@ -53,8 +53,11 @@ class Sender:
         return part, timeout
 
     def produce(self, topic: str, part: int, payloads: Sequence[Any], timeout: float | None,
-                on_delivery: Callable[[int, list], Any] | None) -> SendResult:
-        """Lay ``payloads`` out and enqueue them in one C call (see Producer.send)."""
+                on_delivery: Callable[[int, list], Any] | None,
+                wait_for_room: bool = True) -> SendResult:
+        """Lay ``payloads`` out and enqueue them in one C call (see Producer.send).
+        ``wait_for_room=False`` (rdk.aio): a full queue raises QueueFullError, as under
+        ``on_queue_full="raise"``, and the caller waits for room itself."""
         p = self._s
         args = ffi.new("rdk_produce_args *")
         buffers = layout(payloads, args)  # validates every payload before anything is enqueued
@@ -76,7 +79,7 @@ class Sender:
             p.active += 1
         args.opaque_base = send_id << 32
         try:
-            enqueued = self._enqueue(send_id, state, args, deadline) if n else 0
+            enqueued = self._enqueue(send_id, state, args, deadline, wait_for_room) if n else 0
         finally:
             with p.cond:
                 p.active -= 1
@@ -117,7 +120,8 @@ class Sender:
             raise ValueError(f"partition {part} of topic {topic!r} does not exist: the topic has "
                              f"{count} partition(s), 0..{count - 1}")
 
-    def _enqueue(self, send_id: int, state: SendState, args: Any, deadline: float | None) -> int:
+    def _enqueue(self, send_id: int, state: SendState, args: Any, deadline: float | None,
+                 wait_for_room: bool = True) -> int:
         """The C call: enqueue what ``args`` lays out; returns how many librdkafka took.
 
         What it refuses becomes failures of the send. Under ``on_queue_full="block"`` the
@@ -127,7 +131,7 @@ class Sender:
         """
         p = self._s
         total = args.n
-        block = p.on_queue_full == "block"
+        block = p.on_queue_full == "block" and wait_for_room
         cannot_wait = block and p.client.on_event_thread()
         # call_index[p]: the position in the call of this attempt's p-th message
         call_index: Sequence[int] = range(total)
@@ -170,7 +174,7 @@ class Sender:
                 f"send to {state.topic!r} from a producer callback: the producer queue is full and "
                 "on_queue_full='block' cannot wait here (this callback runs on the thread that "
                 f"frees room); enqueued {enqueued} of {total}", enqueued, queue_full)
-        if queue_full and p.on_queue_full == "raise":
+        if queue_full and (p.on_queue_full == "raise" or not wait_for_room):
             raise QueueFullError(
                 f"send to {state.topic!r}: the producer queue is full (queue_buffering_max_messages); "
                 f"enqueued {enqueued} of {total}", enqueued, queue_full)
