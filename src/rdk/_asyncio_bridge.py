@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -27,9 +28,11 @@ T = TypeVar("T")
 class Waker:
     """A wake-up file descriptor: ``wake()`` from any thread, ``await wait(timeout)`` in a loop.
 
-    ``wake()`` writes only while a task is waiting (a busy consumer makes no system call per
-    batch); a task checks its condition *after* :meth:`arm` and before awaiting, so a wake
-    between the two is never missed.
+    The protocol of a waiting task: :meth:`arm`, check its condition, then either
+    :meth:`disarm` (it holds) or ``await wait()`` (each arm is ended by exactly one of the
+    two). ``wake()`` writes only while some task is armed, so a busy consumer makes no system
+    call per batch, and a wake between the check and the wait is never missed. Several tasks
+    may wait at once (on one loop: the fd is registered once per loop).
     """
 
     def __init__(self) -> None:
@@ -40,45 +43,56 @@ class Waker:
             os.set_blocking(self._rfd, False)
             os.set_blocking(self._wfd, False)
         self._lock = threading.Lock()
-        self._armed = False
+        self._armed = 0  # tasks between arm() and the end of their check or wait
         self._closed = False
-        self._waiting = 0  # tasks inside wait(): close() leaves the fds to the last of them
         self._close_pending = False
+        self._futures: dict[asyncio.AbstractEventLoop, set[asyncio.Future]] = {}
+
+    @property
+    def _waiting(self) -> int:
+        """Tasks inside wait() (their loops have the fd registered)."""
+        return sum(len(f) for f in self._futures.values())
 
     def arm(self) -> None:
-        """A task is about to check its condition and then wait."""
-        self._armed = True
+        """A task is about to check its condition and then wait (or disarm)."""
+        with self._lock:
+            self._armed += 1
+
+    def disarm(self) -> None:
+        """The task's condition held: it does not wait."""
+        with self._lock:
+            self._armed -= 1
 
     def wake(self) -> None:
-        """Wake the waiting task, if any (any thread; after close() a no-op)."""
-        if not self._armed:
+        """Wake the waiting tasks, if any (any thread; after close() a no-op)."""
+        if self._armed <= 0:
             return
         with self._lock:
-            if self._closed or not self._armed:
+            if self._closed or self._armed <= 0:
                 return
-            self._armed = False
             with contextlib.suppress(BlockingIOError):  # already readable: enough
                 os.write(self._wfd, b"\x01\x00\x00\x00\x00\x00\x00\x00")
 
-    def _drain(self) -> None:
+    def _readable(self, loop: asyncio.AbstractEventLoop) -> None:
         with contextlib.suppress(BlockingIOError, OSError):
-            os.read(self._rfd, 64)
-
-    async def wait(self, timeout: float | None = None) -> None:
-        """Until ``wake()`` (after :meth:`arm`) or ``timeout`` seconds; cancellable."""
-        if self._closed or self._close_pending:
-            raise RuntimeError("this Waker is closed")
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-
-        def readable() -> None:
-            self._drain()
+            os.read(self._rfd, 8)
+        for fut in self._futures.get(loop, ()):
             if not fut.done():
                 fut.set_result(None)
 
+    async def wait(self, timeout: float | None = None) -> None:
+        """Until ``wake()`` or ``timeout`` seconds (after :meth:`arm`); cancellable."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
         with self._lock:
-            self._waiting += 1
-        loop.add_reader(self._rfd, readable)
+            if self._closed or self._close_pending:
+                self._armed -= 1
+                raise RuntimeError("this Waker is closed")
+            futures = self._futures.setdefault(loop, set())
+            first = not futures
+            futures.add(fut)
+        if first:
+            loop.add_reader(self._rfd, self._readable, loop)
         try:
             if timeout is None:
                 await fut
@@ -86,19 +100,44 @@ class Waker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(fut, timeout)
         finally:
-            loop.remove_reader(self._rfd)
-            self._armed = False
             with self._lock:
-                self._waiting -= 1
-                if self._close_pending and not self._waiting:
+                self._armed -= 1
+                futures.discard(fut)
+                last = not futures
+                if last:
+                    del self._futures[loop]
+            if last:
+                loop.remove_reader(self._rfd)
+            with self._lock:
+                if self._close_pending and not self._futures:
                     self._close_fds()
+
+    async def until(self, take: Callable[[], T | None], done: Callable[[], bool],
+                    timeout: float | None) -> T | None:
+        """``take()`` until it gives something (woken by ``wake()`` in between); None once
+        ``done()`` or after ``timeout`` seconds (None: no limit). A cancelled wait takes nothing."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if done():
+                return None
+            self.arm()  # before the look: something ready after it wakes the wait
+            try:
+                value = take()
+            except BaseException:
+                self.disarm()
+                raise
+            left = None if deadline is None else deadline - time.monotonic()
+            if value is not None or done() or (left is not None and left <= 0):
+                self.disarm()
+                return value
+            await self.wait(left)
 
     def close(self) -> None:
         """Close the descriptors (idempotent); later wakes are no-ops."""
         with self._lock:
             if self._closed or self._close_pending:
                 return
-            if self._waiting:  # a task still has the fd registered with its loop
+            if self._futures:  # a task still has the fd registered with its loop
                 self._close_pending = True
                 return
             self._close_fds()

@@ -196,3 +196,23 @@ def _has_uvloop():
     except ImportError:
         return False
     return True
+
+
+def test_two_tasks_waiting_on_one_consumer_each_get_a_batch(cluster, tmp_path):
+    cluster.create_topic("two", 1)
+
+    async def main():
+        consumer = rdk.aio.Consumer(cluster.bootstrap_servers, "two", tmp_path)
+        it = consumer.batches()
+        tasks = {asyncio.create_task(it.__anext__()) for _ in range(2)}
+        while consumer._waker._waiting < 2:  # both wait on the one fd
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(produce, cluster.bootstrap_servers, "two", [b"1"])
+        done, pending = await asyncio.wait(tasks, timeout=DEADLINE,
+                                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.to_thread(produce, cluster.bootstrap_servers, "two", [b"2"])
+        rest = await asyncio.wait_for(pending.pop(), DEADLINE)
+        await consumer.stop()
+        return [m.value for m in done.pop().result()], [m.value for m in rest]
+
+    assert run(main) == ([b"1"], [b"2"])

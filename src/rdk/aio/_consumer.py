@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -232,22 +231,11 @@ class Consumer:
         if self._prev is not None:
             prev, self._prev = self._prev, None
             prev.commit()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        waker = self._waker
-        while True:
-            if c._stop_event.is_set():
-                return None
-            waker.arm()  # before the look: a batch queued after it wakes the wait
-            batch = c._take_batch()
-            if batch is not None:
-                self._prev = batch
-                return Batch(batch)
-            if c._stop_event.is_set():
-                return None
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            await waker.wait(left)
+        batch = await self._waker.until(c._take_batch, c._stop_event.is_set, timeout)
+        if batch is None:
+            return None
+        self._prev = batch
+        return Batch(batch)
 
     def pause(self) -> None:
         """[rdk.Consumer.pause][]: stop fetching and delivering (memory stays bounded).

@@ -3,7 +3,6 @@ file descriptor the share thread signals (as rdk.aio.Consumer)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -158,20 +157,11 @@ class ShareConsumer:
         if self._prev is not None:
             prev, self._prev = self._prev, None
             prev._settled.set()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        waker = self._waker
-        while True:
-            if c._stop_event.is_set():
-                return None
-            waker.arm()
-            batch = c._take_batch()
-            if batch is not None:
-                self._prev = batch
-                return ShareBatch(batch)
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            await waker.wait(left)
+        batch = await self._waker.until(c._take_batch, c._stop_event.is_set, timeout)
+        if batch is None:
+            return None
+        self._prev = batch
+        return ShareBatch(batch)
 
     async def stop(self, timeout: float = 30.0) -> None:
         """[rdk.ShareConsumer.stop][] on a thread of rdk's: the batch in hand is ended, the
