@@ -224,3 +224,27 @@ def test_two_tasks_waiting_on_one_consumer_each_get_a_batch(cluster, tmp_path):
         return [m.value for m in done.pop().result()], [m.value for m in rest]
 
     assert run(main) == ([b"1"], [b"2"])
+
+
+@pytest.mark.parametrize("on_queue_full", ["block", "raise"])
+def test_one_producer_serves_loops_in_several_threads(cluster, on_queue_full):
+    cluster.create_topic("loops-p", 2)
+    producer = rdk.aio.Producer(cluster.bootstrap_servers, on_queue_full=on_queue_full,
+                                queue_buffering_max_ms=1)
+    results: dict[int, object] = {}
+
+    def thread_main(i):
+        async def main():
+            return await producer.send("loops-p", i % 2, [b"t%d-%d" % (i, j) for j in range(200)])
+        try:
+            results[i] = run(main, "uvloop" if i == 1 and _has_uvloop() else "asyncio")
+        except BaseException as e:  # surfaced in the test thread
+            results[i] = e
+
+    threads = [threading.Thread(target=thread_main, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE * 2)
+    assert producer.producer.stop(30) == 0
+    assert results == {i: (200, []) for i in range(3)}
