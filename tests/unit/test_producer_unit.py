@@ -29,7 +29,7 @@ def test_producer_and_its_result_types_are_exported():
     assert rdk.Producer is Producer
     assert rdk.SendResult._fields == ("enqueued", "send_queue_length")
     assert rdk.Message is Message
-    assert rdk.aio.Producer.__module__ == "rdk.aio"
+    assert rdk.aio.Producer.__module__ == "rdk.aio._producer"  # its own, not rdk.Producer
     assert rdk.aio.Delivery is Delivery and rdk.aio.SendResult is rdk.SendResult
     assert BALANCERS == ("consistent_random", "murmur2_random", "fnv1a", "round_robin", "least_bytes")
     assert QUEUE_FULL_POLICIES == ("drop", "block", "raise")
