@@ -195,3 +195,31 @@ def test_receive_callback_is_refused_and_options_are_checked_as_rdk_consumer_doe
         rdk.aio.Consumer("127.0.0.1:9", "t", tmp_path, receive_callback=print)
     with pytest.raises(ValueError, match="max_messages_per_callback"):
         rdk.aio.Consumer("127.0.0.1:9", "t", tmp_path, max_messages_per_callback=0)
+
+
+def test_resume_wakes_a_task_waiting_while_batches_were_buffered(mock_cluster, tmp_path):
+    """Batches fetched before pause() wait in the pipeline: nothing new is fetched after
+    resume(), so only resume() itself can wake the task waiting for them."""
+    mock_cluster.create_topic("aio-r", 1)
+    produce(mock_cluster, "aio-r", 0, values(30))
+
+    async def main():
+        consumer = rdk.aio.Consumer(mock_cluster.bootstrap_servers, "aio-r", tmp_path,
+                                    max_messages_per_callback=10)
+        it = consumer.batches()
+        first = await it.__anext__()
+        pipeline = consumer.consumer._assignment.pipeline
+        while pipeline.buffered_keys([("aio-r", 0)])[("aio-r", 0)] < 20:  # all fetched
+            await asyncio.sleep(0.01)
+        consumer.pause()
+        pending = asyncio.create_task(it.__anext__())
+        while not consumer._waker._waiting:
+            await asyncio.sleep(0.01)
+        assert not pending.done()  # paused: the buffered batches are held
+        consumer.resume()
+        second = await asyncio.wait_for(pending, 30)
+        await consumer.stop()
+        return [m.offset for m in first], [m.offset for m in second]
+
+    first, second = run(main())
+    assert first == list(range(10)) and second == list(range(10, 20))
