@@ -55,6 +55,7 @@ class Batch:
         self._parts, self._settle = parts, settle
         self._entries: Any = None  # the settlement tracker's bookkeeping (None: not tracked yet)
         self.undecodable: Sequence[tuple[Message, Any]] = ()
+        """``(raw rdk.Message, DeserializationError)`` of records a deserializer could not decode."""
 
     @property
     def offsets(self) -> dict[int, tuple[int, int]]:

@@ -37,6 +37,7 @@ class AvroSerializer(Serializer):
     """
 
     schema_type = "AVRO"
+    """``"AVRO"``."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str, schema: Schema | str | None = None, *,
                  is_key: bool = False, subject_name_strategy: str | SubjectNameStrategy = "topic",
@@ -84,6 +85,7 @@ class AvroDeserializer(Deserializer):
     """
 
     schema_type = "AVRO"
+    """``"AVRO"``."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str, reader_schema: Schema | str | None = None
                  ) -> None:

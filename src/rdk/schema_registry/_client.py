@@ -33,6 +33,12 @@ class SchemaRegistryError(RdkError):
 
     ``status`` (HTTP status, None when no answer), ``error_code`` (the registry's code, like
     40401), ``subject`` (the subject asked about, or None).
+
+    Args:
+        message: What went wrong.
+        status: The HTTP status; None when there was no answer.
+        error_code: The registry's error code; None if it gave none.
+        subject: The subject concerned; None if none.
     """
 
     def __init__(self, message: str, *, status: int | None = None, error_code: int | None = None,
@@ -42,15 +48,36 @@ class SchemaRegistryError(RdkError):
 
 
 class SchemaNotFoundError(SchemaRegistryError):
-    """404: no such subject, version or schema id."""
+    """404: no such subject, version or schema id.
+
+    Args:
+        message: What went wrong.
+        status: The HTTP status; None when there was no answer.
+        error_code: The registry's error code; None if it gave none.
+        subject: The subject concerned; None if none.
+    """
 
 
 class IncompatibleSchemaError(SchemaRegistryError):
-    """409: the schema is not compatible with the subject's earlier versions."""
+    """409: the schema is not compatible with the subject's earlier versions.
+
+    Args:
+        message: What went wrong.
+        status: The HTTP status; None when there was no answer.
+        error_code: The registry's error code; None if it gave none.
+        subject: The subject concerned; None if none.
+    """
 
 
 class RegistryUnavailableError(SchemaRegistryError):
-    """No answer from the registry (refused, timed out, TLS failure)."""
+    """No answer from the registry (refused, timed out, TLS failure).
+
+    Args:
+        message: What went wrong.
+        status: The HTTP status; None when there was no answer.
+        error_code: The registry's error code; None if it gave none.
+        subject: The subject concerned; None if none.
+    """
 
 
 @dataclass(frozen=True)
@@ -59,8 +86,11 @@ class SchemaReference:
     imports it, the ``subject`` and ``version`` it is registered under)."""
 
     name: str
+    """The name the referring schema imports it by."""
     subject: str
+    """The subject it is registered under."""
     version: int
+    """Its version there."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +98,11 @@ class Schema:
     """A schema's text, its type (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``) and references."""
 
     schema_str: str
+    """The schema's text (Avro or JSON Schema JSON; Protobuf: .proto text or a base64 descriptor)."""
     schema_type: str = "AVRO"
+    """``"AVRO"``, ``"JSON"`` or ``"PROTOBUF"``."""
     references: tuple[SchemaReference, ...] = field(default=())
+    """Other registered schemas this one refers to."""
 
     def to_request(self) -> dict[str, Any]:
         """The JSON body the registry takes for this schema."""
@@ -83,6 +116,14 @@ class Schema:
 
     @classmethod
     def from_response(cls, body: dict[str, Any]) -> Schema:
+        """The schema of a registry answer (``schema``, ``schemaType``, ``references``).
+
+        Args:
+            body: The answer's JSON.
+
+        Returns:
+            The schema.
+        """
         refs = tuple(SchemaReference(r["name"], r["subject"], int(r["version"]))
                      for r in body.get("references") or ())
         return cls(body["schema"], body.get("schemaType") or "AVRO", refs)
@@ -93,9 +134,13 @@ class RegisteredSchema:
     """A schema as registered: its global ``schema_id``, ``subject`` and ``version``."""
 
     schema_id: int
+    """The registry's global id of the schema."""
     schema: Schema
+    """The schema."""
     subject: str
+    """The subject."""
     version: int
+    """Its version under the subject."""
 
 
 def _schema_arg(schema: Schema | str) -> Schema:
@@ -236,6 +281,12 @@ class SchemaRegistryClient:
     def get_schema(self, schema_id: int) -> Schema:
         """The schema with global id ``schema_id`` (cached).
 
+        Args:
+            schema_id: The id, as in a record's header.
+
+        Returns:
+            The schema.
+
         Raises:
             rdk.schema_registry.SchemaNotFoundError: No schema has that id.
             rdk.schema_registry.RegistryUnavailableError: No answer.
@@ -256,6 +307,13 @@ class SchemaRegistryClient:
     def lookup_schema(self, subject: str, schema: Schema | str) -> RegisteredSchema:
         """The registration of ``schema`` under ``subject`` (cached).
 
+        Args:
+            subject: The subject.
+            schema: The schema (a str is an Avro schema).
+
+        Returns:
+            Its id and version there.
+
         Raises:
             rdk.schema_registry.SchemaNotFoundError: Not registered there.
         """
@@ -273,6 +331,12 @@ class SchemaRegistryClient:
 
     def get_latest_version(self, subject: str) -> RegisteredSchema:
         """The latest version registered under ``subject`` (cached ``latest_ttl`` seconds).
+
+        Args:
+            subject: The subject.
+
+        Returns:
+            The registered schema.
 
         Raises:
             rdk.schema_registry.SchemaNotFoundError: No such subject.
@@ -292,6 +356,13 @@ class SchemaRegistryClient:
     def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
         """Version ``version`` (a number or ``"latest"``) of ``subject``.
 
+        Args:
+            subject: The subject.
+            version: A version number or ``"latest"``.
+
+        Returns:
+            The registered schema.
+
         Raises:
             rdk.schema_registry.SchemaNotFoundError: No such subject or version.
         """
@@ -309,34 +380,68 @@ class SchemaRegistryClient:
         return list(self._request("GET", "/subjects"))
 
     def get_versions(self, subject: str) -> list[int]:
-        """The versions registered under ``subject``."""
+        """The versions registered under ``subject``.
+
+        Args:
+            subject: The subject.
+
+        Returns:
+            The version numbers.
+        """
         subject = _subject_arg(subject)
         return [int(v) for v in self._request("GET", f"/subjects/{quote(subject, safe='')}/versions",
                                               subject=subject)]
 
     def test_compatibility(self, subject: str, schema: Schema | str, version: int | str = "latest") -> bool:
         """Whether ``schema`` is compatible with version ``version`` of ``subject``, under the
-        subject's (or the registry's) compatibility level."""
+        subject's (or the registry's) compatibility level.
+
+        Args:
+            subject: The subject.
+            schema: The candidate schema.
+            version: The version to check against, or ``"latest"``.
+
+        Returns:
+            True when compatible.
+        """
         subject, schema = _subject_arg(subject), _schema_arg(schema)
         path = f"/compatibility/subjects/{quote(subject, safe='')}/versions/{version}"
         answer = self._request("POST", path, schema.to_request(), subject=subject)
         return bool(answer.get("is_compatible"))
 
     def set_compatibility(self, level: str, subject: str | None = None) -> str:
-        """Set the compatibility level (``"BACKWARD"``, ``"FORWARD"``, ``"FULL"``, ``"NONE"``,
-        ``…_TRANSITIVE``) of ``subject``, or of the registry when None. Returns the level."""
+        """Set the compatibility level of ``subject``, or of the registry when None.
+
+        Args:
+            level: ``"BACKWARD"``, ``"FORWARD"``, ``"FULL"``, ``"NONE"`` or a ``…_TRANSITIVE``.
+            subject: The subject; None: the registry's default.
+
+        Returns:
+            The level set.
+        """
         path = "/config" if subject is None else f"/config/{quote(_subject_arg(subject), safe='')}"
         answer = self._request("PUT", path, {"compatibility": level.upper()}, subject=subject)
         return str(answer.get("compatibility", level.upper()))
 
     def get_compatibility(self, subject: str | None = None) -> str:
-        """The compatibility level of ``subject``, or of the registry when None."""
+        """The compatibility level of ``subject``, or of the registry when None.
+
+        Args:
+            subject: The subject; None: the registry's default.
+
+        Returns:
+            The level, like ``"BACKWARD"``.
+        """
         path = "/config" if subject is None else f"/config/{quote(_subject_arg(subject), safe='')}"
         answer = self._request("GET", path, subject=subject)
         return str(answer.get("compatibilityLevel") or answer.get("compatibility"))
 
     def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
         """Delete ``subject`` (soft; ``permanent`` after a soft delete removes it for good).
+
+        Args:
+            subject: The subject.
+            permanent: Remove it for good (after a soft delete).
 
         Returns:
             The versions deleted.

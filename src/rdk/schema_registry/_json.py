@@ -54,12 +54,18 @@ class JSONSerializer(Serializer):
         schema_registry: A SchemaRegistryClient or its URL.
         schema: The JSON Schema (its text or a Schema); None with ``use_latest``.
         validate: Validate each value before writing it.
-        is_key, subject_name_strategy, auto_register, use_latest, normalize: as for
-            [AvroSerializer][rdk.schema_registry.AvroSerializer] (the record name is the
-            schema's ``title``).
+        is_key: Encodes keys (subject ``<topic>-key`` under the topic strategy).
+        subject_name_strategy: ``"topic"``, ``"record"``, ``"topic_record"`` or a callable
+            ``(topic, record_name, is_key) -> subject``.
+        auto_register: Register the schema under the subject on first use (else look it up).
+        use_latest: Use the subject's latest registered schema instead of ``schema``.
+        normalize: Ask the registry to normalize the schema when registering.
+
+    The record name (for the record strategies) is the schema's ``title``.
     """
 
     schema_type = "JSON"
+    """``"JSON"``."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str, schema: Schema | str | None = None, *,
                  validate: bool = True, is_key: bool = False,
@@ -101,6 +107,7 @@ class JSONDeserializer(Deserializer):
     """
 
     schema_type = "JSON"
+    """``"JSON"``."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str, *, validate: bool = True) -> None:
         super().__init__(schema_registry)

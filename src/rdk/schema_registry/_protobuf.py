@@ -69,12 +69,18 @@ class ProtobufSerializer(Serializer):
     Args:
         schema_registry: A SchemaRegistryClient or its URL.
         message_type: The generated message class.
-        is_key, subject_name_strategy, auto_register, use_latest, normalize: as for
-            [AvroSerializer][rdk.schema_registry.AvroSerializer] (the record name is the
-            message's full name).
+        is_key: Encodes keys (subject ``<topic>-key`` under the topic strategy).
+        subject_name_strategy: ``"topic"``, ``"record"``, ``"topic_record"`` or a callable
+            ``(topic, record_name, is_key) -> subject``.
+        auto_register: Register the schema under the subject on first use (else look it up).
+        use_latest: Use the subject's latest registered schema instead of ``schema``.
+        normalize: Ask the registry to normalize the schema when registering.
+
+    The record name (for the record strategies) is the message's full name.
     """
 
     schema_type = "PROTOBUF"
+    """``"PROTOBUF"``."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str, message_type: type, *,
                  is_key: bool = False, subject_name_strategy: str | SubjectNameStrategy = "topic",
@@ -135,6 +141,7 @@ class ProtobufDeserializer(Deserializer):
     """
 
     schema_type = "PROTOBUF"
+    """``"PROTOBUF"``."""
 
     def __init__(self, message_type: type, schema_registry: SchemaRegistryClient | str | None = None) -> None:
         if getattr(message_type, "DESCRIPTOR", None) is None:

@@ -32,12 +32,30 @@ SubjectNameStrategy = Callable[[str, "str | None", bool], str]
 
 
 def topic_name_strategy(topic: str, record_name: str | None, is_key: bool) -> str:
-    """``<topic>-key`` / ``<topic>-value`` (Confluent's default)."""
+    """``<topic>-key`` / ``<topic>-value`` (Confluent's default).
+
+    Args:
+        topic: The topic.
+        record_name: The record's full name (None when the schema has none).
+        is_key: Whether it is the key's subject.
+
+    Returns:
+        The subject.
+    """
     return f"{topic}-{'key' if is_key else 'value'}"
 
 
 def record_name_strategy(topic: str, record_name: str | None, is_key: bool) -> str:
-    """The record's full name (``com.example.Order``), whatever the topic."""
+    """The record's full name (``com.example.Order``), whatever the topic.
+
+    Args:
+        topic: The topic.
+        record_name: The record's full name (None when the schema has none).
+        is_key: Whether it is the key's subject.
+
+    Returns:
+        The subject.
+    """
     if not record_name:
         raise ValueError("the record name strategy needs a named schema (Avro record name, JSON title, "
                          "Protobuf message)")
@@ -45,7 +63,16 @@ def record_name_strategy(topic: str, record_name: str | None, is_key: bool) -> s
 
 
 def topic_record_name_strategy(topic: str, record_name: str | None, is_key: bool) -> str:
-    """``<topic>-<record full name>``."""
+    """``<topic>-<record full name>``.
+
+    Args:
+        topic: The topic.
+        record_name: The record's full name (None when the schema has none).
+        is_key: Whether it is the key's subject.
+
+    Returns:
+        The subject.
+    """
     return f"{topic}-{record_name_strategy(topic, record_name, is_key)}"
 
 
@@ -64,7 +91,13 @@ def _strategy_arg(strategy: str | SubjectNameStrategy) -> SubjectNameStrategy:
 
 
 class SerializationError(RdkError):
-    """A value could not be encoded: ``topic``, ``index`` (its position in the list given)."""
+    """A value could not be encoded: ``topic``, ``index`` (its position in the list given).
+
+    Args:
+        message: What went wrong.
+        topic: The topic.
+        index: The value's position in the list given.
+    """
 
     def __init__(self, message: str, *, topic: str | None = None, index: int | None = None) -> None:
         super().__init__(message)
@@ -74,7 +107,14 @@ class SerializationError(RdkError):
 class DeserializationError(RdkError):
     """A record could not be decoded: ``topic``, ``index`` (its position in the list given),
     ``schema_id`` (when the header could be read); the message names the record (topic,
-    partition and offset when known)."""
+    partition and offset when known).
+
+    Args:
+        message: What went wrong, naming the record.
+        topic: The topic.
+        index: The record's position in the list given.
+        schema_id: The id in its header, when it could be read.
+    """
 
     def __init__(self, message: str, *, topic: str | None = None, index: int | None = None,
                  schema_id: int | None = None) -> None:
@@ -107,22 +147,37 @@ class Serializer:
     ``auto_register`` the schema is registered there on first use, with ``use_latest`` the
     subject's latest version is used instead (and the given schema, if any, only checked to be
     valid). The id is looked up once per subject and cached.
+
+    Args:
+        schema_registry: A SchemaRegistryClient or its URL.
+        schema: The schema; None with ``use_latest``.
+        is_key: Encodes keys (subject ``<topic>-key`` under the topic strategy).
+        subject_name_strategy: ``"topic"``, ``"record"``, ``"topic_record"`` or a callable
+            ``(topic, record_name, is_key) -> subject``.
+        auto_register: Register the schema under the subject on first use (else look it up).
+        use_latest: Use the subject's latest registered schema instead of ``schema``.
+        normalize: Ask the registry to normalize the schema when registering.
     """
 
     schema_type = "AVRO"
+    """The registry's name of the format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``)."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str, schema: Schema | str | None, *,
                  is_key: bool = False, subject_name_strategy: str | SubjectNameStrategy = "topic",
                  auto_register: bool = True, use_latest: bool = False, normalize: bool = False) -> None:
         self.client = client_arg(schema_registry)
+        """The registry client."""
         self.is_key = bool(is_key)
+        """Whether it encodes keys."""
         self.strategy = _strategy_arg(subject_name_strategy)
+        """The subject name strategy, a callable."""
         self.auto_register, self.use_latest, self.normalize = bool(auto_register), bool(use_latest), normalize
         if schema is None and not use_latest:
             raise ValueError("a serializer needs a schema, or use_latest=True")
         if isinstance(schema, str):
             schema = Schema(schema, self.schema_type)
         self.schema = schema
+        """The schema given (None with ``use_latest`` and no schema)."""
         self._per_subject: dict[str, tuple[bytes, Any]] = {}
         self._lock = threading.Lock()
 
@@ -140,7 +195,14 @@ class Serializer:
 
     # ------------------------------------------------------------------------------
     def subject(self, topic: str) -> str:
-        """The subject this serializer uses for ``topic``."""
+        """The subject this serializer uses for ``topic``.
+
+        Args:
+            topic: The topic.
+
+        Returns:
+            The subject.
+        """
         return self.strategy(topic, self._record_name(self.schema), self.is_key)
 
     def _resolve(self, topic: str) -> tuple[bytes, Any]:
@@ -213,12 +275,18 @@ class Serializer:
 
 class Deserializer:
     """Decodes lists of Confluent-framed records (base of the three formats' deserializers);
-    the writer's schema is fetched by id from the registry once and cached."""
+    the writer's schema is fetched by id from the registry once and cached.
+
+    Args:
+        schema_registry: A SchemaRegistryClient or its URL (None only where no schema is fetched).
+    """
 
     schema_type = "AVRO"
+    """The registry's name of the format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``)."""
 
     def __init__(self, schema_registry: SchemaRegistryClient | str | None) -> None:
         self.client = client_arg(schema_registry) if schema_registry is not None else None
+        """The registry client (None without one)."""
         self._compiled: dict[int, Any] = {}
         self._lock = threading.Lock()
 
@@ -269,6 +337,14 @@ class Deserializer:
                          ) -> tuple[list[Any], list[tuple[int, DeserializationError]]]:
         """Decode what can be decoded: ``(values, failures)``, where a failed record's value is
         None and ``failures`` lists ``(index, DeserializationError)``.
+
+        Args:
+            topic: Their topic (for messages).
+            payloads: bytes-like framed records, or None.
+            where: Optional names of the records for error messages (``"orders[2]@15"``).
+
+        Returns:
+            The values and the failures.
 
         Raises:
             rdk.schema_registry.RegistryUnavailableError: The registry did not answer (nothing

@@ -154,7 +154,7 @@ class ReadOptions:
     worker_slot: int = 0
     """workerSlot (rdk's), ``0 <= worker_slot < num_workers``."""
     value_codec: Any = None
-    """valueFormat=avro: the [RegistryCodec][rdk.spark.registry.RegistryCodec] decoding ``value``."""
+    """valueFormat=avro: the codec (``rdk.spark.registry``) decoding ``value``."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -182,7 +182,7 @@ class WriteOptions:
     topic: str | None = None
     """The ``topic`` option; None: each row's ``topic`` column."""
     value_codec: Any = None
-    """valueFormat=avro: the [RegistryCodec][rdk.spark.registry.RegistryCodec] encoding ``value``."""
+    """valueFormat=avro: the codec (``rdk.spark.registry``) encoding ``value``."""
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:

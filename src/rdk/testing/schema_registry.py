@@ -120,7 +120,10 @@ class SchemaRegistry:
         jar = _run_jar(apicurio_home())
         assert jar is not None
         java = find_java21()
-        self.port, self.management_port = free_port(), free_port()
+        self.port = free_port()
+        """The HTTP port (REST API) on 127.0.0.1."""
+        self.management_port = free_port()
+        """The management port (``/health/ready``) on 127.0.0.1."""
         while self.management_port == self.port:
             self.management_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
