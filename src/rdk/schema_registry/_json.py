@@ -1,6 +1,8 @@
 """JSON Schema in Confluent's wire format: values validated with jsonschema (a validator built
 once per schema; ``validate=False`` skips it), written with orjson when installed (else the
-standard json module)."""
+standard json module). When jsonschema-rs is installed it answers "is this value valid" (a
+Rust validator, several times faster); jsonschema still checks the schema and words the
+error of a value that is not."""
 
 from __future__ import annotations
 
@@ -28,13 +30,29 @@ except ImportError:  # pragma: no cover - orjson is optional
         return json.loads(bytes(data))
 
 
-def _validator(schema: Schema) -> Any:
-    from jsonschema.validators import validator_for
+class _Validator:
+    """jsonschema's validator, with jsonschema-rs's ``is_valid`` when that is installed."""
 
-    document = json.loads(schema.schema_str)
-    cls = validator_for(document)
-    cls.check_schema(document)
-    return cls(document)
+    def __init__(self, document: Any) -> None:
+        from jsonschema.validators import validator_for
+
+        cls = validator_for(document)
+        cls.check_schema(document)
+        self.slow = cls(document)
+        self.is_valid = self.slow.is_valid
+        try:
+            import jsonschema_rs
+
+            self.is_valid = jsonschema_rs.validator_for(document).is_valid
+        except Exception:  # noqa: BLE001 - not installed, or a schema it does not take
+            pass
+
+    def iter_errors(self, value: Any) -> Any:
+        return self.slow.iter_errors(value)
+
+
+def _validator(schema: Schema) -> Any:
+    return _Validator(json.loads(schema.schema_str))
 
 
 def _best_error(validator: Any, value: Any) -> str | None:
@@ -91,7 +109,7 @@ class JSONSerializer(Serializer):
 
         def encode(value: Any) -> bytes:
             if not is_valid(value):
-                raise ValueError(_best_error(compiled, value))
+                raise ValueError(_best_error(compiled, value) or "not valid under the schema")
             return _dumps(value)
 
         return self._frame_each(topic, values, header, encode)
@@ -119,5 +137,5 @@ class JSONDeserializer(Deserializer):
     def _decode_one(self, compiled: Any, payload: Any) -> Any:
         value = _loads(memoryview(payload)[5:])
         if self.validate and not compiled.is_valid(value):
-            raise ValueError(f"does not match its schema {_best_error(compiled, value)}")
+            raise ValueError(f"does not match its schema {_best_error(compiled, value) or ''}".strip())
         return value

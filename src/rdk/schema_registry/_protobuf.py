@@ -153,6 +153,8 @@ class ProtobufDeserializer(Deserializer):
         return self.message_type
 
     def _decode_one(self, compiled: Any, payload: Any) -> Any:
+        if len(payload) > 5 and payload[5] == 0:  # [0]: the file's first message, one byte
+            return compiled.FromString(payload[6:])
         pos = 5
         count, pos = _read_varint(payload, pos)
         for _ in range(count if count > 0 else 0):
