@@ -44,3 +44,28 @@ def test_close_stops_the_jvm(schema_registry):
         pid = other._server.pid
         assert psutil.pid_exists(pid)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_rdk_mock_serves_a_registry_and_stops_it(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "rdk", "mock", "--brokers", "1", "--schema-registry"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("RDK_BROKERS=127.0.0.1:")
+        line = proc.stdout.readline().strip()
+        assert line.startswith("RDK_SCHEMA_REGISTRY=http://127.0.0.1:"), (line, proc.stderr.read())
+        url = line.split("=", 1)[1]
+        with urllib.request.urlopen(url + "/subjects", timeout=10) as resp:
+            assert json.loads(resp.read()) == []
+        jvms = [p for p in psutil.Process(proc.pid).children(recursive=True) if "java" in p.name()]
+        assert jvms
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in jvms)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
