@@ -88,3 +88,30 @@ def test_wrong_serializer_types_are_named():
         rdk.Producer("127.0.0.1:1", value_serializer=object())
     with pytest.raises(TypeError, match="key_deserializer"):
         rdk.Consumer("127.0.0.1:1", "t", "/tmp", key_deserializer=lambda b: b)
+
+
+def test_registry_down_raises_in_batches_and_commits_nothing(kafka_cluster, new_topic, sr, tmp_path):
+    from rdk.schema_registry import RegistryUnavailableError, SchemaRegistryClient
+    from rdk.testing import free_port
+
+    topic = new_topic(kafka_cluster, 1)
+    encoder = AvroSerializer(sr, ORDER_AVRO)
+    with rdk.Producer(kafka_cluster.bootstrap_servers, value_serializer=encoder) as producer:
+        producer.send(topic, 0, orders(3))
+        assert producer.flush(30) == 0
+    down = SchemaRegistryClient(f"http://127.0.0.1:{free_port()}", timeout=2)
+    consumer = rdk.Consumer(kafka_cluster.bootstrap_servers, topic, str(tmp_path),
+                            value_deserializer=AvroDeserializer(down))
+    with pytest.raises(RegistryUnavailableError, match="did not answer GET /schemas/ids/"):
+        for _ in consumer.batches(timeout=30):
+            pass
+    consumer.stop()
+    again = rdk.Consumer(kafka_cluster.bootstrap_servers, topic, str(tmp_path),
+                         value_deserializer=AvroDeserializer(sr))
+    got = []
+    for batch in again.batches(timeout=30):
+        got.extend(m.value for m in batch.messages)
+        if len(got) == 3:
+            break
+    again.stop()
+    assert got == orders(3)                                   # nothing was recorded as processed
