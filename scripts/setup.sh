@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything rdk needs on a fresh Debian bookworm machine (root, Python 3.11), idempotently:
 # Debian packages, the pinned librdkafka in .deps/, Apache Kafka's jars in .deps/kafka-<version>/libs
-# (for rdk.testing.KafkaCluster), Spark's JVM Kafka connector in .deps/spark-sql-kafka-<version>/jars,
+# (for rdk.testing.KafkaCluster), Apicurio Registry in .deps/apicurio-registry-<version>
+# (rdk.testing.SchemaRegistry), Spark's JVM Kafka connector in .deps/spark-sql-kafka-<version>/jars,
 # a virtual environment in .venv with rdk installed editable
 # plus its test, spark, bench and docs extras.
 set -euo pipefail
@@ -59,6 +60,24 @@ if [[ $(cat "$spark_kafka_dir/.rdk-fetched" 2>/dev/null) != "$spark_kafka_sum" ]
   fi
   mv "$spark_kafka_dir/jars.partial" "$spark_kafka_dir/jars"
   echo "$spark_kafka_sum" >"$spark_kafka_dir/.rdk-fetched"
+fi
+
+# Apicurio Registry (a schema registry serving Confluent's API) for rdk.testing.SchemaRegistry:
+# scripts/apicurio/pom.xml pins its ready-built server package, unpacked into
+# .deps/apicurio-registry-<version> (it runs on Java 21+). Same stamp.
+apicurio_version=$(sed -n 's:.*<apicurio.version>\(.*\)</apicurio.version>.*:\1:p' scripts/apicurio/pom.xml)
+apicurio_dir=.deps/apicurio-registry-$apicurio_version
+apicurio_sum=$(sha256sum scripts/apicurio/pom.xml | cut -d' ' -f1)
+if [[ $(cat "$apicurio_dir/.rdk-fetched" 2>/dev/null) != "$apicurio_sum" ]]; then
+  echo "setup: fetching Apicurio Registry $apicurio_version with Maven"
+  rm -rf "$apicurio_dir" "$apicurio_dir.partial"
+  mkdir -p "$apicurio_dir.partial"
+  if ! mvn -q -B -Dstyle.color=never -f scripts/apicurio/pom.xml dependency:unpack \
+         -DoutputDirectory="$PWD/$apicurio_dir.partial" >"$apicurio_dir.partial/mvn.log" 2>&1; then
+    cat "$apicurio_dir.partial/mvn.log" >&2; echo "setup: fetching Apicurio Registry failed" >&2; exit 1
+  fi
+  mv "$apicurio_dir.partial" "$apicurio_dir"
+  echo "$apicurio_sum" >"$apicurio_dir/.rdk-fetched"
 fi
 
 python=${PYTHON:-python3}

@@ -8,6 +8,7 @@
   or java are missing: scripts/setup.sh fetches them).
 - ``mock_cluster``: a fresh mock cluster per test, for fault injection.
 - ``new_topic``: makes a fresh, uniquely named topic on a broker.
+- ``schema_registry``: the session's Apicurio Registry (Confluent's schema registry API).
 
 The kinds and how each starts come from rdk.testing's registry (``rdk.testing.KINDS``).
 Plain helpers (``wait_until``, the consumer tests' ``produce``/``Collector``...) are in
@@ -102,3 +103,18 @@ def new_topic():
         return name
 
     return make
+
+
+@pytest.fixture(scope="session")
+def schema_registry():
+    """The session's Apicurio Registry (rdk.testing.SchemaRegistry; ``.url`` is its Confluent
+    API), started on first use; skipped with the reason when its package or Java 21+ is missing."""
+    from rdk import RdkError
+    from rdk.testing.schema_registry import SchemaRegistry, apicurio_home, find_java21
+
+    try:
+        apicurio_home(), find_java21()
+    except RdkError as e:
+        pytest.skip(f"schema registry: {e}")
+    with SchemaRegistry() as registry:
+        yield registry

@@ -37,6 +37,7 @@ PAGES = {
     "rdk.stats": "stats",
     "rdk.spark": "spark",
     "rdk.testing": "testing",
+    "rdk.schema_registry": "schema-registry",
 }
 PARAMETER_SECTIONS = {"parameters", "other parameters"}
 

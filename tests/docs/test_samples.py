@@ -24,6 +24,8 @@ its fence (invisible in the rendered page)::
 - ``topics=NAME[:PARTITIONS],...`` (1 partition by default): created on the environment's
   cluster before the block runs, after deleting any topic of that name (so reruns and blocks
   sharing a name start empty), and deleted afterwards.
+- ``registry=yes``: ``RDK_SCHEMA_REGISTRY`` is the URL of the session's Apicurio Registry
+  (Confluent's API; fixture ``schema_registry``), with any ``env``.
 - ``timeout=SECONDS`` (default 120, 300 with ``env=spark``): the process group is killed after
   it and the test fails.
 - An unknown option or environment fails the test: a typo never changes where a block runs.
@@ -141,7 +143,7 @@ SAMPLES = collect()
 
 def check_options(sample: Sample) -> tuple[str, dict[str, int], float]:
     """(env, {topic: partitions}, timeout) of a sample; a bad comment fails naming it."""
-    unknown = set(sample.options) - {"env", "topics", "timeout"}
+    unknown = set(sample.options) - {"env", "topics", "timeout", "registry"}
     if unknown:
         pytest.fail(f"{sample.id}: unknown sample option(s) {sorted(unknown)}", pytrace=False)
     env = sample.options.get("env", "kafka")
@@ -268,10 +270,12 @@ def marks(sample: Sample) -> list[pytest.MarkDecorator]:
 
 
 @pytest.mark.parametrize("sample", [pytest.param(s, id=s.id, marks=marks(s)) for s in SAMPLES])
-def test_sample(sample: Sample, sample_env, tmp_path: Path) -> None:
+def test_sample(sample: Sample, sample_env, tmp_path: Path, request) -> None:
     """The block runs in its environment and exits 0."""
     env_name, topics, timeout = check_options(sample)
     env = child_environment(sample_env(env_name, topics, tmp_path))
+    if sample.options.get("registry") == "yes":
+        env["RDK_SCHEMA_REGISTRY"] = request.getfixturevalue("schema_registry").url
     if sample.lang == "python":
         run_python(sample, tmp_path, env, timeout)
         return

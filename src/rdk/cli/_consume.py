@@ -29,6 +29,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ._formats import encode_messages
+from ._registry import encode_decoded, value_deserializer
 from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 if TYPE_CHECKING:
@@ -91,9 +92,19 @@ class ConsumeJob:
         self.reject_on_error = bool(getattr(args, "reject_on_error", False))
         self.driver_options = driver_options(args)
         self.tally = tally
+        # --schema-registry: the deserializer is made in each process (it holds connections)
+        self.registry = SimpleNamespace(schema_registry=getattr(args, "schema_registry", None),
+                                        registry_auth=getattr(args, "registry_auth", None),
+                                        format=args.format)
+        self.deserializer: Any = None
+        value_deserializer(self.registry)  # bad options are usage errors now
+        if self.share is not None and self.registry.schema_registry:
+            raise UsageError("--schema-registry does not apply to --share yet")
 
     def __call__(self, worker_slot: int = 0, num_workers: int = 1,
                  group_id: str | None = None) -> _SlotWriter | _ShareWriter:
+        if self.deserializer is None:
+            self.deserializer = value_deserializer(self.registry)
         if self.share is not None:
             return _ShareWriter(self, group_id or self.share)
         return _SlotWriter(self, worker_slot, num_workers, group_id)
@@ -115,7 +126,8 @@ class _SlotWriter:
                                  else {"worker_slot": worker_slot, "num_workers": num_workers})
         self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, start_offset=job.start,
                                  logger=log, statistics_interval_ms=0,
-                                 driver_options=job.driver_options, **where)
+                                 driver_options=job.driver_options,
+                                 value_deserializer=job.deserializer, **where)
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
@@ -169,8 +181,8 @@ class _SlotWriter:
             k = 0 if self.done.is_set() else tally.take(len(messages))
             if k:
                 try:
-                    data = encode_messages(
-                        messages if k == len(messages) else messages[:k], self.job.format)
+                    encode = encode_messages if self.job.deserializer is None else encode_decoded
+                    data = encode(messages if k == len(messages) else messages[:k], self.job.format)
                     taken = sys.stdout.buffer.write(data)
                     sys.stdout.buffer.flush()
                     if taken is not None and taken < len(data):

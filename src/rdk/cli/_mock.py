@@ -19,4 +19,4 @@ def cmd_mock(args: argparse.Namespace) -> int:
         _kinds.KINDS[args.kind].check_brokers(args.brokers)
     except (KeyError, ValueError) as e:
         raise UsageError(f"--brokers: {e}") from None
-    return _serve.serve(args.brokers, args.topic, kind=args.kind)
+    return _serve.serve(args.brokers, args.topic, kind=args.kind, schema_registry=args.schema_registry)

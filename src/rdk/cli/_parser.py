@@ -21,6 +21,7 @@ from ._formats import FORMATS
 from ._mock import cmd_mock
 from ._offsets import cmd_offsets_set, cmd_offsets_show
 from ._produce import cmd_produce
+from ._registry import add_options as add_registry_options
 from ._stats import cmd_stats
 from ._ui import UsageError, eprint, folded_log_lines
 from ._version import cmd_version
@@ -248,6 +249,7 @@ def _add_produce(add: _Add) -> None:
     p.add_argument("--progress", action="store_true", help="show a progress bar even without a TTY")
     p.add_argument("file", nargs="?", default="-", metavar="FILE|-",
                    help="input file (default: - for stdin)")
+    add_registry_options(p, produce=True)
     p.set_defaults(run=cmd_produce)
 
 
@@ -283,6 +285,7 @@ def _add_consume(add: _Add) -> None:
                         "earliest); with --share: the group's share.auto.offset.reset")
     c.add_argument("--progress", action="store_true",
                    help="show progress on stderr even without a TTY")
+    add_registry_options(c, produce=False)
     c.set_defaults(run=cmd_consume)
 
 

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from ..producer import FlushResult
 from ._framing import read_frames, read_lines
+from ._registry import json_values, value_serializer
 from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 SEND_CHUNK = 10000
@@ -232,8 +233,10 @@ def _send_all(args: argparse.Namespace, stream: IO[bytes], accounting: _Accounti
     from ..producer import Producer
 
     read = unsent = 0
+    serializer = value_serializer(args)
     producer = Producer(args.brokers, balancer=args.balancer, on_queue_full="block",
-                        statistics_interval_ms=0, driver_options=driver_options(args))
+                        statistics_interval_ms=0, driver_options=driver_options(args),
+                        value_serializer=serializer)
     left = FlushResult()
     try:
         interruption.reading = True  # a signal during the lookup ends the command at once
@@ -249,6 +252,8 @@ def _send_all(args: argparse.Namespace, stream: IO[bytes], accounting: _Accounti
             raise UsageError(f"-p {args.partition}: topic {args.topic!r} has {count} "
                              f"partition(s), 0..{count - 1}")
         records = _input_records(args, stream, accounting)
+        if serializer is not None:
+            records = json_values(records)
         with ProgressDisplay(use_rich(sys.stderr, args.progress), f"produce {args.topic}",
                              total=_total_size(stream), unit="bytes") as progress:
             while True:

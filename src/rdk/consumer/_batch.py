@@ -6,7 +6,7 @@ itself; without that module, :func:`python_messages` builds the same list with `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, repeat
 from typing import Any
 
@@ -30,7 +30,9 @@ class Batch:
     ``messages`` (list of [rdk.Message][]), ``repeats`` and ``misses``
     (kafka-native's counts), ``topic``, ``offsets`` (``{partition: (first, last)}``).
     ``commit()`` records the batch's offsets now (the iterator interface; in a callback it
-    settles the batch early).
+    settles the batch early). ``undecodable``: with a ``value_deserializer``/``key_deserializer``,
+    the ``(raw rdk.Message, DeserializationError)`` of records that could not be decoded (they are
+    not in ``messages``; the batch's offsets still cover them); otherwise empty.
 
     Args:
         messages: The batch's messages.
@@ -43,7 +45,7 @@ class Batch:
     rdk builds batches; applications receive them.
     """
 
-    __slots__ = ("_entries", "_parts", "_settle", "messages", "misses", "repeats", "topic")
+    __slots__ = ("_entries", "_parts", "_settle", "messages", "misses", "repeats", "topic", "undecodable")
 
     def __init__(self, messages: list[Message], repeats: int, misses: int, topic: str,
                  parts: Parts, settle: Callable[..., None] | None = None) -> None:
@@ -52,6 +54,8 @@ class Batch:
         self.repeats, self.misses = repeats, misses  # kafka-native's counts
         self._parts, self._settle = parts, settle
         self._entries: Any = None  # the settlement tracker's bookkeeping (None: not tracked yet)
+        self.undecodable: Sequence[tuple[Message, Any]] = ()
+        """``(raw rdk.Message, DeserializationError)`` of records a deserializer could not decode."""
 
     @property
     def offsets(self) -> dict[int, tuple[int, int]]:

@@ -100,6 +100,10 @@ class Consumer(Lifecycle):
         oauth_cb: SASL/OAUTHBEARER tokens for every client the consumer makes:
             ``oauth_cb(sasl.oauthbearer.config) -> (token, expiry_epoch_seconds[, principal[,
             extensions]])`` (confluent-kafka's shape); None: librdkafka's own.
+        value_deserializer: An ``rdk.schema_registry`` deserializer: each batch's values are
+            decoded in one call before delivery; records that fail go to ``batch.undecodable``
+            (see [rdk.Batch][]); while the registry does not answer the batch waits. None: bytes.
+        key_deserializer: The same for keys. None: bytes.
 
     Raises:
         TypeError: An argument of the wrong type (the message names it), or neither
@@ -140,7 +144,13 @@ class Consumer(Lifecycle):
         on_assign: Callable[[list[tuple[str, int]]], Any] | None = None,
         on_revoke: Callable[[list[tuple[str, int]]], Any] | None = None,
         oauth_cb: Callable[[str], Any] | None = None,
+        value_deserializer: Any = None,
+        key_deserializer: Any = None,
     ) -> None:
+        if value_deserializer is not None or key_deserializer is not None:
+            from ._deserialize import check_deserializers
+
+            check_deserializers(value_deserializer, key_deserializer)
         cfg = self._config = ConsumerConfig(
             broker, topic, offset_directory, receive_callback=receive_callback,
             stats_callback=stats_callback, logger=logger,
@@ -162,6 +172,11 @@ class Consumer(Lifecycle):
         self._describe, self._owner = f"consumer of {cfg.topic}", f"Consumer of {cfg.topic!r}"
         self._init_lifecycle()
         self._build_parts(cfg)
+        self._decoder = None
+        if value_deserializer is not None or key_deserializer is not None:
+            from ._deserialize import BatchDecoder
+
+            self._decoder = BatchDecoder(value_deserializer, key_deserializer, self.logger, self._stop_event)
 
     def _build_parts(self, cfg: ConsumerConfig) -> None:
         """The parts, each built once: progress, loop, stats, assignment strategy, threads."""
@@ -243,8 +258,9 @@ class Consumer(Lifecycle):
                 self._pause_resume(True)
             delivery = None
             if mode == "callback":
+                callback = cast(Callable[[Batch], Any], self._config.receive_callback)
                 delivery = DeliveryThread(
-                    pipeline, cast(Callable[[Batch], Any], self._config.receive_callback),
+                    pipeline, self._decoder.wrap(callback) if self._decoder else callback,
                     tracker=cast(Any, self._progress.tracker), settle=self._settle,
                     loop=self._loop_thread, stopping=self._stop_event, running=self._running,
                     logger=self.logger, abandon=self._progress.abandon, fail=self._fail,
@@ -377,7 +393,7 @@ class Consumer(Lifecycle):
             if batch is None:
                 return
             prev = batch
-            yield batch
+            yield self._decoder.decode(batch) if self._decoder else batch
 
     def _take_batch(self) -> Batch | None:
         """Iterator mode without waiting (rdk.aio): the next ready batch, tracked, or None

@@ -86,6 +86,10 @@ class Producer(ProducerCore):
         transactional_id: Makes the producer transactional; None: not transactional
             (unless ``driver_options`` set ``transactional.id``).
         oauth_cb: SASL/OAUTHBEARER token source (see above); None: librdkafka's own.
+        value_serializer: An ``rdk.schema_registry`` serializer: ``send`` then takes records
+            (a record, ``(key, record)`` or ``rdk.Message(record, key)``), encoded in one call
+            per send before anything is enqueued. None: payloads are bytes/str.
+        key_serializer: The same for keys. None: keys are bytes/str.
 
     Raises:
         TypeError: An argument of the wrong type (the message names it).
@@ -112,7 +116,14 @@ class Producer(ProducerCore):
         on_queue_full: str = "drop",
         transactional_id: str | None = None,
         oauth_cb: Callable[[str], Any] | None = None,
+        value_serializer: Any = None,
+        key_serializer: Any = None,
     ) -> None:
+        self._encoder = None
+        if value_serializer is not None or key_serializer is not None:
+            from ._serialize import PayloadEncoder
+
+            self._encoder = PayloadEncoder(value_serializer, key_serializer)
         cfg = ProducerConfig.check(broker, stats_callback, delivery_report_callback, statistics_interval_ms,
                                    queue_buffering_max_messages, queue_buffering_max_ms, driver_options,
                                    topic_options, balancer, on_queue_full, transactional_id)
@@ -172,6 +183,8 @@ class Producer(ProducerCore):
             rdk.KafkaError: A fatal librdkafka error, or a current authentication failure.
             rdk.ClosedError: After ``stop()``, or in a forked child.
         """
+        if self._encoder is not None:
+            payloads = self._encoder.encode(topic, payloads)
         part, timeout = self._sender.check(topic, partition, payloads, timeout, on_delivery)
         return self._sender.produce(topic, part, payloads, timeout, on_delivery)
 

@@ -64,6 +64,8 @@ _READ_OPTIONS = {
     "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders",
     "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms",
     "groupidprefix", "numworkers", "workerslot",
+    # rdk.spark.registry: schema-registry framed Avro values
+    "valueformat", "schemaregistry.url", "schemaregistry.subject", "schemaregistry.basicauth",
 }
 _WRITE_OPTIONS = {"topic", "includeheaders"}
 
@@ -151,6 +153,8 @@ class ReadOptions:
     """numWorkers (rdk's): read only the partitions of ``worker_slot``."""
     worker_slot: int = 0
     """workerSlot (rdk's), ``0 <= worker_slot < num_workers``."""
+    value_codec: Any = None
+    """valueFormat=avro: the codec (``rdk.spark.registry``) decoding ``value``."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -177,6 +181,8 @@ class WriteOptions:
     """librdkafka properties (the ``kafka.*`` options), ``bootstrap.servers`` included."""
     topic: str | None = None
     """The ``topic`` option; None: each row's ``topic`` column."""
+    value_codec: Any = None
+    """valueFormat=avro: the codec (``rdk.spark.registry``) encoding ``value``."""
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:

@@ -184,6 +184,8 @@ class _RangeReader:
         if last >= r.end:
             batch = batch.filter(pc.less(batch.column("offset"), r.end))
         self.pos = last + 1
+        if self.opts.value_codec is not None:  # valueFormat=avro: rdk.spark.registry
+            batch = self.opts.value_codec.decode(batch, r.topic, r.partition)
         return batch
 
     def _skip_lost_offsets(self) -> bool:

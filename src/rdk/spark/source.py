@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
@@ -39,8 +43,24 @@ def kafka_schema(include_headers: bool = False) -> StructType:
     return from_arrow_schema(arrow.kafka_schema(include_headers), prefer_timestamp_ntz=False)
 
 
-def _check_read_schema(schema: StructType, include_headers: bool) -> None:
-    expected = kafka_schema(include_headers)
+def _with_value_type(include_headers: bool, codec: Any) -> StructType:
+    """kafka_schema, its ``value`` the codec's struct type when valueFormat is set."""
+    if codec is None:
+        return kafka_schema(include_headers)
+    schema = arrow.kafka_schema(include_headers)
+    i = schema.get_field_index("value")
+    return from_arrow_schema(schema.set(i, pa.field("value", codec.arrow_type)), prefer_timestamp_ntz=False)
+
+
+def _codec(options: Any, topic_option: str, what: str) -> Any:
+    from .registry import registry_codec
+
+    opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    return registry_codec(opts, opts.get(topic_option), what)
+
+
+def _check_read_schema(schema: StructType, include_headers: bool, codec: Any = None) -> None:
+    expected = _with_value_type(include_headers, codec)
     if schema.simpleString() != expected.simpleString():
         raise ConfigError("rdkafka source has a fixed schema and does not take a custom one: "
                           f"expected {expected.simpleString()}, got {schema.simpleString()}")
@@ -76,7 +96,13 @@ class KafkaDataSource(DataSource):
             rdk.ConfigError: An option is missing, unknown or invalid.
         """
         check_early(self.options)
-        return kafka_schema(parse_include_headers(self.options))
+        return _with_value_type(parse_include_headers(self.options), self._value_codec())
+
+    def _value_codec(self) -> Any:
+        """valueFormat=avro: the subject's schema, fetched once per DataSource."""
+        if not hasattr(self, "_codec_cache"):
+            self._codec_cache = _codec(self.options, "subscribe", "source")
+        return self._codec_cache
 
     def reader(self, schema: StructType) -> KafkaBatchReader:
         """The batch reader of ``spark.read``.
@@ -109,8 +135,9 @@ class KafkaDataSource(DataSource):
     def _read_options(self, schema: StructType, *, streaming: bool) -> ReadOptions:
         """The read options, checked, and ``schema`` checked against them."""
         opts = parse_read_options(self.options, streaming=streaming)
-        _check_read_schema(schema, opts.include_headers)
-        return opts
+        codec = self._value_codec()
+        _check_read_schema(schema, opts.include_headers, codec)
+        return replace(opts, value_codec=codec) if codec is not None else opts
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
         """The batch writer of ``df.write`` (``.mode("append")``).
@@ -126,9 +153,14 @@ class KafkaDataSource(DataSource):
             rdk.ConfigError: ``overwrite``, an invalid option, or columns the sink refuses.
         """
         _refuse_overwrite(overwrite)
-        opts = parse_write_options(self.options)
+        opts = self._write_options()
         check_write_schema(schema, opts)
         return KafkaBatchWriter(opts)
+
+    def _write_options(self) -> Any:
+        opts = parse_write_options(self.options)
+        codec = _codec(self.options, "topic", "sink")
+        return replace(opts, value_codec=codec) if codec is not None else opts
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
         """The stream writer of ``df.writeStream``.
@@ -143,7 +175,7 @@ class KafkaDataSource(DataSource):
         Raises:
             rdk.ConfigError: An invalid option, or columns the sink refuses.
         """
-        opts = parse_write_options(self.options)
+        opts = self._write_options()
         check_write_schema(schema, opts)
         return KafkaStreamWriter(opts)
 

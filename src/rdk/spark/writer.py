@@ -66,7 +66,7 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
     if "value" not in fields:
         raise ConfigError("rdkafka sink: the DataFrame needs a 'value' column (binary or string); "
                           f"it has {', '.join(schema.fieldNames()) or 'no columns'}")
-    for name in ("value", "key"):
+    for name in ("value", "key") if opts.value_codec is None else ("key",):
         if name in fields and not isinstance(fields[name].dataType, _BYTES_OR_TEXT):
             raise ConfigError(f"rdkafka sink: column '{name}' must be binary or string, "
                               f"not {fields[name].dataType.simpleString()}; cast it")
@@ -126,6 +126,8 @@ class _TaskProducer:
         if value_col is None:  # check_write_schema saw it, but not spelt "value" exactly
             raise ConfigError("rdkafka sink: the DataFrame needs a column named 'value'")
         values = value_col.to_pylist()
+        if self.opts.value_codec is not None:  # valueFormat=avro: rdk.spark.registry
+            values = self.opts.value_codec.encode(self.opts.topic, values)
         key_col = _column(batch, "key")
         keys = key_col.to_pylist() if key_col is not None and key_col.null_count < n else None
         head_col = _column(batch, "headers")

@@ -9,6 +9,8 @@
 - ``KafkaCluster`` (``rdk.testing.kafka``): Apache Kafka, KRaft, one JVM per node; kill,
   restart, pause.
 - ``RunningCluster`` (``rdk.testing.running``): a cluster somebody else runs.
+- ``SchemaRegistry`` (``rdk.testing.schema_registry``): Apicurio Registry serving Confluent's
+  schema registry API, storage in memory (not a broker: no ``bootstrap_servers``).
 
 ``KINDS`` (``rdk.testing._kinds``) lists the kinds; ``start_broker(kind, topics)`` and
 ``python -m rdk.mock --kind KIND`` start one by name. Importing this package is light: each
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from .kafka import KAFKA_VERSION, KafkaCluster, kafka_libs
     from .mock import API_KEYS, MAX_MOCK_BROKERS, MockCluster, MockClusterProcess
     from .running import RunningCluster
+    from .schema_registry import SchemaRegistry
     from .tansu import S3Server, TansuBroker
 
 _WHERE = {
@@ -36,7 +39,7 @@ _WHERE = {
     "serve": "_serve", "KAFKA_VERSION": "kafka", "KafkaCluster": "kafka", "kafka_libs": "kafka",
     "API_KEYS": "mock", "MAX_MOCK_BROKERS": "mock", "MockCluster": "mock",
     "MockClusterProcess": "mock", "RunningCluster": "running", "S3Server": "tansu",
-    "TansuBroker": "tansu",
+    "TansuBroker": "tansu", "SchemaRegistry": "schema_registry",
 }
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "MockClusterProcess",
     "RunningCluster",
     "S3Server",
+    "SchemaRegistry",
     "TansuBroker",
     "build_parser",
     "free_port",

@@ -5,6 +5,7 @@ from here): the broker classes are imported when one starts."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -46,7 +47,7 @@ def _brokers_count(text: str) -> int:
 
 
 def serve(num_brokers: int | None, topics: list[tuple[str, int]], out: Any = sys.stdout,
-          kind: str = "mock") -> int:
+          kind: str = "mock", schema_registry: bool = False) -> int:
     """Run a broker of ``kind`` (``rdk.testing.KINDS``; a mock cluster by default) from this
     process until SIGINT/SIGTERM; prints RDK_BROKERS=... once it answers.
 
@@ -57,6 +58,8 @@ def serve(num_brokers: int | None, topics: list[tuple[str, int]], out: Any = sys
         topics: ``[(name, partitions)]`` to create.
         out: Where the ``RDK_BROKERS=...`` line is printed.
         kind: A key of ``rdk.testing.KINDS``.
+        schema_registry: Also serve a [SchemaRegistry][rdk.testing.SchemaRegistry] and print
+            ``RDK_SCHEMA_REGISTRY=<its Confluent API URL>`` after the ``RDK_BROKERS`` line.
 
     Returns:
         0, the exit status, once interrupted.
@@ -68,10 +71,18 @@ def serve(num_brokers: int | None, topics: list[tuple[str, int]], out: Any = sys
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with open_broker(kind, num_brokers) as broker:
+    with contextlib.ExitStack() as stack:
+        registry = None
+        if schema_registry:
+            from .schema_registry import SchemaRegistry
+
+            registry = stack.enter_context(SchemaRegistry())
+        broker = stack.enter_context(open_broker(kind, num_brokers))
         for name, parts in topics:
             broker.create_topic(name, parts)
         print(f"RDK_BROKERS={broker.bootstrap_servers}", file=out, flush=True)
+        if registry is not None:
+            print(f"RDK_SCHEMA_REGISTRY={registry.url}", file=out, flush=True)
         while not stop.wait(0.5):
             pass
     return 0
@@ -85,7 +96,7 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
 
     Returns:
         The parser: ``--kind``, ``--brokers``, ``--topic NAME:PARTITIONS`` (repeatable),
-        ``--list-kinds``.
+        ``--list-kinds``, ``--schema-registry``.
     """
     kinds = "\n".join(f"  {k.name:<14} {k.summary} (default {k.default_brokers}, at most "
                       f"{k.max_brokers} node{'s' if k.max_brokers > 1 else ''})" for k in KINDS.values())
@@ -103,6 +114,9 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
     p.add_argument("--topic", action="append", type=_parse_topic, default=[],
                    metavar="NAME:PARTITIONS", help="create a topic (repeatable)")
     p.add_argument("--list-kinds", action="store_true", help="print the kinds' names and exit")
+    p.add_argument("--schema-registry", action="store_true",
+                   help="also serve a schema registry (Apicurio, Confluent's API; needs Java 21+) and "
+                        "print RDK_SCHEMA_REGISTRY=URL")
     return p
 
 
@@ -127,4 +141,4 @@ def main(argv: list[str] | None = None) -> int:
         KINDS[args.kind].check_brokers(args.brokers)
     except ValueError as e:
         parser.error(f"--brokers: {e}")
-    return serve(args.brokers, args.topic, kind=args.kind)
+    return serve(args.brokers, args.topic, kind=args.kind, schema_registry=args.schema_registry)
