@@ -412,6 +412,7 @@ rd_kafka_queue_t *rd_kafka_queue_get_partition(rd_kafka_t *rk, const char *topic
 char *rd_kafka_memberid(const rd_kafka_t *rk);
 void rd_kafka_mem_free(rd_kafka_t *rk, void *ptr);
 rd_kafka_consumer_group_metadata_t *rd_kafka_consumer_group_metadata(rd_kafka_t *rk);
+rd_kafka_consumer_group_metadata_t *rd_kafka_consumer_group_metadata_new(const char *group_id);
 void rd_kafka_consumer_group_metadata_destroy(rd_kafka_consumer_group_metadata_t *);
 
 /* ---- transactions (producer) ------------------------------------------- */

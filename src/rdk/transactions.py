@@ -50,6 +50,28 @@ class GroupMetadata:
         raise TypeError("GroupMetadata is not created directly: use Consumer.group_metadata()")
 
     @classmethod
+    def for_group(cls, group_id: str) -> GroupMetadata:
+        """The metadata of ``group_id`` as a producer that is no member of it commits with
+        (no member id, generation -1): the group coordinator accepts such transactional
+        commits while the group has no members. Used to keep a producer's own progress in a
+        group (the Spark exactly-once sink does).
+
+        Args:
+            group_id: The consumer group.
+
+        Raises:
+            TypeError: ``group_id`` is not a str.
+            ValueError: An empty ``group_id``, or one librdkafka would change (spaces at
+                either end, a NUL).
+        """
+        if not isinstance(group_id, str):
+            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
+        if not group_id or group_id != group_id.strip() or "\0" in group_id:
+            raise ValueError(f"group_id {group_id!r} must be non-empty, without spaces at "
+                             "either end or NUL characters")
+        return cls._adopt(lib.rd_kafka_consumer_group_metadata_new(group_id.encode()))
+
+    @classmethod
     def _from_client(cls, client: Any) -> GroupMetadata:
         """The group metadata of ``client`` (an ``rdk._binding.Client`` of a consumer handle
         with ``group.id`` set); ValueError if the handle has no group."""
@@ -58,6 +80,12 @@ class GroupMetadata:
         if ptr == ffi.NULL:
             raise ValueError("group metadata needs a consumer with a group id (group.id); "
                              "this client has none")
+        return cls._adopt(ptr)
+
+    @classmethod
+    def _adopt(cls, ptr: Any) -> GroupMetadata:
+        if ptr == ffi.NULL:
+            raise MemoryError("librdkafka could not allocate the group metadata")
         self = cls.__new__(cls)
         self._lock = threading.Lock()
         self._ptr = ffi.gc(ptr, lib.rd_kafka_consumer_group_metadata_destroy)

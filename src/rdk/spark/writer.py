@@ -98,7 +98,7 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
 class _TaskProducer:
     """One task's producer: send batches, then wait for every delivery report."""
 
-    def __init__(self, opts: WriteOptions) -> None:
+    def __init__(self, opts: WriteOptions, transactional_id: str | None = None) -> None:
         from ..producer import Producer
 
         driver, topic = split_properties(opts.kafka)
@@ -107,7 +107,8 @@ class _TaskProducer:
         balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
         self.opts = opts
         self.producer = Producer(opts.kafka["bootstrap.servers"], driver_options=driver,
-                                 topic_options=topic, balancer=balancer, on_queue_full="block")
+                                 topic_options=topic, balancer=balancer, on_queue_full="block",
+                                 transactional_id=transactional_id)
         self._lock = threading.Lock()
         self.failures: list[tuple[Message, KafkaError]] = []
         self.sent = 0
@@ -236,6 +237,10 @@ class KafkaBatchWriter(DataSourceArrowWriter):
     """``df.write.format("rdkafka").mode("append")``."""
 
     def __init__(self, opts: WriteOptions) -> None:
+        if opts.exactly_once:
+            raise ConfigError("rdkafka sink: option 'exactlyOnce' is for streaming writes "
+                              "(df.writeStream): a batch write has no micro-batch that a "
+                              "retry replays; write it at-least-once without the option")
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
@@ -248,17 +253,26 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything."""
+    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything
+    (in one transaction per task with the ``exactlyOnce`` option)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        if self.opts.exactly_once:
+            from ._exactly_once import write_exactly_once
+
+            return KafkaCommitMessage(write_exactly_once(self.opts, iterator))
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list, batchId: int) -> None:
         """Nothing to do: every row was delivered before its task returned."""
 
     def abort(self, messages: list, batchId: int) -> None:
-        log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in Kafka",
-                    batchId)
+        if self.opts.exactly_once:
+            log.warning("rdkafka sink: micro-batch %d failed; its tasks' transactions that "
+                        "committed are kept and the replay skips them", batchId)
+        else:
+            log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in "
+                        "Kafka", batchId)
