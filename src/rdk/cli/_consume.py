@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from ..validate import check_group_id
 from ._formats import encode_messages
 from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
@@ -328,6 +329,12 @@ def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
     if args.workers is not None and (args.slot is not None or args.of is not None):
         raise UsageError("--workers N and --slot I --of N exclude each other")
     group = getattr(args, "group", None)
+    for flag, value in (("--group", group), ("--share", getattr(args, "share", None))):
+        if value is not None:
+            try:
+                check_group_id(value, flag)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
     if getattr(args, "share", None) is not None:
         if group is not None or args.offset_dir is not None:
             raise UsageError("--share G excludes --group and --offset-dir (the share group "

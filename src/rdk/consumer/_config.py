@@ -20,6 +20,7 @@ from ..validate import (
     check_broker,
     check_callable,
     check_choice,
+    check_group_id,
     check_int,
     check_logger,
     check_options,
@@ -195,12 +196,7 @@ def stops_consumer(err: KafkaError, logger: logging.Logger | logging.LoggerAdapt
 
 
 def _check_group_id(group_id: Any) -> str | None:
-    if group_id is not None:
-        if not isinstance(group_id, str):
-            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-        if not group_id:
-            raise ValueError("group_id must not be empty")
-    return group_id
+    return None if group_id is None else check_group_id(group_id)
 
 
 def _check_group_callback(fn: Any, name: str, group_id: str | None) -> Callable | None:

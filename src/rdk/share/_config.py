@@ -30,11 +30,7 @@ class ShareConfig:
                  decode: Any) -> None:
         self.broker = validate.check_broker(broker)
         self.topics = check_topics(topics)
-        if not isinstance(group_id, str):
-            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-        if not group_id:
-            raise ValueError("group_id must not be empty: a share consumer needs a share group")
-        self.group_id = group_id
+        self.group_id = validate.check_group_id(group_id)
         self.receive_callback = validate.check_callable(receive_callback, "receive_callback")
         self.stats_callback = validate.check_callable(stats_callback, "stats_callback")
         self.start_offset = validate.check_choice(start_offset, "start_offset",
