@@ -44,7 +44,9 @@ def test_admin_alters_describes_and_deletes_a_share_group(kafka_cluster, new_top
     produce(kafka_cluster, topic, 0, values(10))
     group = _group()
     with rdk.Admin(kafka_cluster.bootstrap_servers) as admin:
-        assert admin.describe_group_config(group)["share.delivery.count.limit"] == "5"
+        with pytest.raises(rdk.KafkaError) as unknown:  # not the broker's defaults as the group's
+            admin.describe_group_config(group)
+        assert unknown.value.name == "GROUP_ID_NOT_FOUND" and repr(group) in str(unknown.value)
         admin.alter_group_config(group, {"share.delivery.count.limit": 3,
                                          "share.auto.offset.reset": "earliest"})
         config = admin.describe_group_config(group)
@@ -84,6 +86,42 @@ def test_admin_alters_describes_and_deletes_a_share_group(kafka_cluster, new_top
         admin.delete_share_group(group, missing_ok=True)
         with pytest.raises(ValueError, match="by_duration"):
             admin.reset_share_group(group, "beginning")
+
+
+def test_refused_or_failed_reset_leaves_the_share_group_as_it_was(kafka_cluster, new_topic):
+    topic = new_topic(kafka_cluster, 1, prefix="sreset")
+    produce(kafka_cluster, topic, 0, values(10))
+    group = _group()
+    broker = kafka_cluster.bootstrap_servers
+    seen: list[bytes] = []
+    with rdk.Admin(broker) as admin:
+        with rdk.ShareConsumer(broker, topic, lambda info: seen.extend(m.value for m in info.messages),
+                               group_id=group, start_offset="earliest") as member:
+            member.start()
+            wait_until(lambda: len(seen) >= 10, 60, "the 10 messages")
+            # a member: the deletion fails, the value set before it is put back
+            with pytest.raises(rdk.KafkaError) as busy:
+                admin.reset_share_group(group, "latest")
+            assert busy.value.name == "NON_EMPTY_GROUP"
+            assert admin.describe_group_config(group)["share.auto.offset.reset"] == "earliest"
+        assert sorted(seen) == sorted(values(10))
+
+        # a value the broker refuses: nothing changes, and the error names the reset
+        with pytest.raises(rdk.KafkaError) as refused:
+            admin.reset_share_group(group, "by_duration:1H")
+        assert refused.value.name == "INVALID_CONFIG"
+        assert str(refused.value).startswith(f"reset_share_group of group {group!r}")
+        assert admin.describe_group_config(group)["share.auto.offset.reset"] == "earliest"
+
+    # the group's progress is intact: the next member gets only what came after the 10
+    # (a wiped group starting from the earliest would hand out value 0 first)
+    produce(kafka_cluster, topic, 0, values(5, 10))
+    after: list[bytes] = []
+    with rdk.ShareConsumer(broker, topic, lambda info: after.extend(m.value for m in info.messages),
+                           group_id=group) as member:
+        member.start()
+        wait_until(lambda: len(after) >= 5, 60, "the 5 new messages")
+    assert sorted(after) == sorted(values(5, 10))
 
 
 # ---- rdk consume --share -------------------------------------------------------------------
