@@ -124,6 +124,36 @@ def test_refused_or_failed_reset_leaves_the_share_group_as_it_was(kafka_cluster,
     assert sorted(after) == sorted(values(5, 10))
 
 
+def test_reset_is_kept_by_the_next_members_default_and_a_replacing_value_warns(
+        kafka_cluster, new_topic, caplog):
+    topic = new_topic(kafka_cluster, 1, prefix="skeep")
+    produce(kafka_cluster, topic, 0, values(10))
+    group = _group()
+    broker = kafka_cluster.bootstrap_servers
+    with rdk.Admin(broker) as admin:
+        admin.reset_share_group(group, "earliest")
+        seen: list[bytes] = []
+        with caplog.at_level("WARNING", logger="rdk"), \
+                rdk.ShareConsumer(broker, topic, lambda info: seen.extend(m.value for m in info.messages),
+                                  group_id=group) as member:  # start_offset: the group's
+            member.start()
+            wait_until(lambda: len(seen) >= 10, 60, "the 10 messages from the earliest")
+        assert sorted(seen) == sorted(values(10))
+        assert not [r for r in caplog.records if "share.auto.offset.reset" in r.getMessage()]
+
+        admin.reset_share_group(group, "earliest")
+        caplog.clear()
+        member = rdk.ShareConsumer(broker, topic, lambda info: None, group_id=group,
+                                   start_offset="latest")
+        with caplog.at_level("WARNING", logger="rdk"), member:
+            member.start()
+        warned = [r.getMessage() for r in caplog.records
+                  if "share.auto.offset.reset" in r.getMessage()]
+        assert len(warned) == 1, warned
+        assert "start_offset='latest'" in warned[0] and "'earliest'" in warned[0], warned
+        assert admin.describe_group_config(group)["share.auto.offset.reset"] == "latest"
+
+
 # ---- rdk consume --share -------------------------------------------------------------------
 
 

@@ -114,7 +114,8 @@ class _SlotWriter:
         self.done = threading.Event()
         where: dict[str, Any] = ({"group_id": group_id} if group_id is not None
                                  else {"worker_slot": worker_slot, "num_workers": num_workers})
-        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, start_offset=job.start,
+        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir,
+                                 start_offset=job.start or "earliest",
                                  logger=log, statistics_interval_ms=0,
                                  driver_options=job.driver_options, **where)
         self._error: BaseException | None = None

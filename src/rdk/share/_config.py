@@ -34,7 +34,7 @@ class ShareConfig:
         self.receive_callback = validate.check_callable(receive_callback, "receive_callback")
         self.stats_callback = validate.check_callable(stats_callback, "stats_callback")
         self.start_offset = validate.check_choice(start_offset, "start_offset",
-                                                  ("latest", "earliest"))
+                                                  (None, "latest", "earliest"))
         self.max_messages_per_callback = validate.check_int(
             max_messages_per_callback, "max_messages_per_callback", minimum=1, maximum=1_000_000)
         self.statistics_interval_ms = validate.check_int(
