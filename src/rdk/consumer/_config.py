@@ -119,9 +119,12 @@ class ConsumerConfig:
         """The handle's properties in group mode: rdk commits, cooperative-sticky by default."""
         props = {**self.props, "group.id": self.group_id, "enable.auto.commit": False,
                  "enable.auto.offset.store": False}
-        if (str(props.get("group.protocol", "classic")) != "consumer"
-                and "partition.assignment.strategy" not in props):
-            props["partition.assignment.strategy"] = "cooperative-sticky"
+        if str(props.get("group.protocol", "classic")) != "consumer":
+            props.setdefault("partition.assignment.strategy", "cooperative-sticky")
+            # the classic protocol learns of added partitions and deleted topics only from
+            # the leader's metadata refresh (librdkafka's default: every 5 minutes); the
+            # KIP-848 coordinator tells its members at once
+            props.setdefault("topic.metadata.refresh.interval.ms", CLASSIC_METADATA_REFRESH_MS)
         return props
 
     def _choose_store(self, offset_store: Any, directory: Any) -> tuple[Any, Any, Any]:
@@ -176,6 +179,11 @@ def check_seek_offset(offset: Any) -> int:
             raise ValueError(f"offset must be an int >= 0, 'earliest' or 'latest', got {offset!r}")
         return int(target)
     return check_int(offset, "offset", minimum=0, maximum=_INT64_MAX - 1)
+
+
+#: topic.metadata.refresh.interval.ms of a classic-protocol group consumer unless given:
+#: partitions added to its topics are assigned, and a deleted topic's revoked, within it
+CLASSIC_METADATA_REFRESH_MS = 10_000
 
 
 def stops_consumer(err: KafkaError, logger: logging.Logger | logging.LoggerAdapter, topic: str,
