@@ -9,6 +9,9 @@
 - ``mock_cluster``: a fresh mock cluster per test, for fault injection.
 - ``new_topic``: makes a fresh, uniquely named topic on a broker.
 - ``schema_registry``: the session's Apicurio Registry (Confluent's schema registry API).
+- ``rdk_seed``: the seed of a randomised test (``RDK_TEST_SEED`` replays one); a failing
+  test that used it says ``RDK_TEST_SEED=<seed>``. Hypothesis tests take it too (their
+  ``@seed``) when RDK_TEST_SEED is set.
 
 The kinds and how each starts come from rdk.testing's registry (``rdk.testing.KINDS``).
 Plain helpers (``wait_until``, the consumer tests' ``produce``/``Collector``...) are in
@@ -21,7 +24,7 @@ import os
 import uuid
 
 import pytest
-from helpers import kafka_unavailable
+from helpers import kafka_unavailable, test_seed
 
 from rdk.testing import KINDS, MockCluster, RunningCluster, open_broker
 
@@ -118,3 +121,31 @@ def schema_registry():
         pytest.skip(f"schema registry: {e}")
     with SchemaRegistry() as registry:
         yield registry
+
+
+@pytest.fixture
+def rdk_seed(request) -> int:
+    """The seed a randomised test draws from (``RDK_TEST_SEED``, else the clock)."""
+    seed = test_seed()
+    request.node.rdk_seed = seed
+    return seed
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    seed = getattr(item, "rdk_seed", None)
+    if seed is not None and report.failed:
+        report.sections.append(("rdk seed", f"replay with RDK_TEST_SEED={seed}"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """With RDK_TEST_SEED set, hypothesis tests draw from it too (what @seed does)."""
+    seed = os.environ.get("RDK_TEST_SEED")
+    if not seed:
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        if getattr(test, "is_hypothesis_test", False):
+            test._hypothesis_internal_use_seed = int(seed)

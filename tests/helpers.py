@@ -11,6 +11,7 @@ puts tests/ on ``sys.path`` (``pythonpath``).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -140,3 +141,13 @@ def read_log(bootstrap: str, topic: str, partitions, timeout: float = 60.0) -> d
         fetcher.close()
         client.close()
     return rows
+
+
+def test_seed() -> int:
+    """The seed of a randomised test: ``RDK_TEST_SEED`` if set (to replay a failure), else
+    the clock. The ``rdk_seed`` fixture (conftest.py) gives it and names it on failure."""
+    seed = os.environ.get("RDK_TEST_SEED")
+    return int(seed) if seed else time.time_ns() % 2**32
+
+
+test_seed.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test

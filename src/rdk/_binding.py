@@ -117,10 +117,25 @@ AUTH_FAILURES = frozenset(
 )
 
 
+# What librdkafka says when security.protocol does not match the listener (rdkafka_ssl.c,
+# rdkafka_broker.c): TLS spoken to a plaintext listener, plaintext to a TLS one. Retrying
+# with the same configuration fails the same way: waits end at once, with this text.
+PROTOCOL_HINTS = ("connecting to a PLAINTEXT broker listener?", "connecting to a SSL listener?")
+
+
+def is_protocol_mismatch(text: str) -> bool:
+    """Whether librdkafka's ``text`` says security.protocol does not match the listener."""
+    return any(hint in text for hint in PROTOCOL_HINTS)
+
+
 def is_auth_failure(error: KafkaError | int) -> bool:
     """True for an authentication or TLS-handshake failure (``_AUTHENTICATION``,
-    ``SASL_AUTHENTICATION_FAILED``, ``_SSL``)."""
-    return (error.code if isinstance(error, KafkaError) else int(error)) in AUTH_FAILURES
+    ``SASL_AUTHENTICATION_FAILED``, ``_SSL``), or a ``_TRANSPORT`` error whose text says
+    security.protocol does not match the listener."""
+    if isinstance(error, KafkaError):
+        return error.code in AUTH_FAILURES or (error.name == "_TRANSPORT"
+                                               and is_protocol_mismatch(error.description))
+    return int(error) in AUTH_FAILURES
 
 
 install_error_table(lambda code: (err_name(code), err_description(code), is_retriable(code)))
@@ -178,6 +193,25 @@ def conf_value(name: str, value: Any) -> str:
     )
 
 
+# Properties naming a file librdkafka reads when it creates the client: a missing one is
+# reported by name here, not as OpenSSL's "x509 certificate routines::system lib" later.
+_FILE_PROPERTIES = frozenset((
+    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
+    "ssl.crl.location", "ssl.engine.location", "sasl.kerberos.keytab",
+))
+
+
+def _check_file(name: str, text: str, what: str) -> None:
+    """ConfigError naming ``name`` and the path when the file it names is missing or
+    unreadable (``ssl.ca.location`` may also be a folder, or ``probe``)."""
+    if name not in _FILE_PROPERTIES or not text or (name == "ssl.ca.location" and text == "probe"):
+        return
+    if not os.path.exists(text):
+        raise ConfigError(f"{what}: {name}={text!r}: no such file")
+    if not os.access(text, os.R_OK):
+        raise ConfigError(f"{what}: {name}={text!r}: the file cannot be read (permissions)")
+
+
 def _set_all(
     setter: Callable[..., int], conf: Any, props: Mapping[str, Any], what: str
 ) -> None:
@@ -186,6 +220,7 @@ def _set_all(
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{what}: property names must be non-empty str, got {name!r}")
         text = conf_value(name, value)
+        _check_file(name, text, what)
         res = setter(conf, name.encode(), text.encode(), errstr, 512)
         if res != lib.RD_KAFKA_CONF_OK:
             message = ffi.string(errstr).decode(errors="replace").strip()
@@ -308,6 +343,10 @@ _ERR_TRANSPORT = ERROR_CODES["_TRANSPORT"]
 
 def auth_error(failure: KafkaError, bootstrap: str, what: str) -> KafkaError:
     """``failure`` (an auth/TLS error event) as the error of the call ``what`` that waited."""
+    if failure.name == "_TRANSPORT":  # is_protocol_mismatch
+        return KafkaError(failure.code, f"connection to broker {bootstrap or '?'} failed: "
+                          f"{failure.description} (does security.protocol match the "
+                          "broker's listener?)", context=what)
     kind = "TLS handshake" if failure.name == "_SSL" else "authentication"
     return KafkaError(failure.code, f"{kind} with broker {bootstrap or '?'} failed: "
                       f"{failure.description}", context=what)
@@ -575,9 +614,10 @@ class Client:
     ) -> None:
         self.logger = logger or log
         self._oauth_cb = check_oauth_cb(oauth_cb, props)
-        #: the last authentication / TLS handshake failure librdkafka reported (None once a
-        #: metadata request succeeded after it); waits for the broker end at once on it
-        self.auth_failure: KafkaError | None = None
+        self._protocol = str(props.get("security.protocol", "plaintext")).upper()
+        self._plaintext = self._protocol in ("PLAINTEXT", "SASL_PLAINTEXT")
+        self._apiversion_drops = 0  # connections dropped during ApiVersion (_protocol_mismatch)
+        self._auth_failure: KafkaError | None = None
         self.bootstrap = str(props.get("bootstrap.servers") or props.get("metadata.broker.list") or "")
         self._on_deliveries = on_deliveries
         self._on_stats = on_stats
@@ -612,6 +652,19 @@ class Client:
             self._thread.start()
             self._state["event_thread"] = (self._stopping, self._thread, main_queue)
         _LIVE_CLIENTS.add(self)
+
+    @property
+    def auth_failure(self) -> KafkaError | None:
+        """The last authentication / TLS handshake failure (or security.protocol mismatch)
+        librdkafka reported, None once a broker answered after it: waits for the broker end
+        at once on it."""
+        return self._auth_failure
+
+    @auth_failure.setter
+    def auth_failure(self, failure: KafkaError | None) -> None:
+        if failure is None:
+            self._apiversion_drops = 0  # a broker answered: earlier drops were passing
+        self._auth_failure = failure
 
     @property
     def name(self) -> str:
@@ -741,7 +794,7 @@ class Client:
             err = lib.rd_kafka_event_error(ev)
             text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
             error = KafkaError(err, text, fatal=bool(lib.rd_kafka_event_error_is_fatal(ev)))
-            if err in AUTH_FAILURES:
+            if is_auth_failure(error):
                 self.auth_failure = error
             if self._on_error is not None:
                 self._call(self._on_error, error)
@@ -752,6 +805,9 @@ class Client:
             entry = _read_log(ev)
             if entry is not None:
                 lvl, facility, line = entry
+                mismatch = self._protocol_mismatch(line)
+                if mismatch is not None:  # logged, maybe never raised as an error event
+                    self.auth_failure = KafkaError(_ERR_TRANSPORT, mismatch)
                 if lvl >= logging.WARNING:
                     self._repeats.log(self.logger, lvl, (facility, _digits_out(line)),
                                       "librdkafka %s: %s", facility, line)
@@ -762,6 +818,21 @@ class Client:
             if _set_token(self.rk, self._oauth_cb, ffi.string(config).decode(errors="replace")
                           if config != ffi.NULL else "", self.logger):
                 self.auth_failure = None  # new credentials: an earlier refusal says nothing now
+
+    def _protocol_mismatch(self, line: str) -> str | None:
+        """The text of a security.protocol that does not match the listener, or None.
+        librdkafka says so itself for TLS spoken to a plaintext listener; a plaintext
+        client that a TLS listener hangs up on during ApiVersion (twice: not one dropped
+        connection) gets only "Disconnected", so rdk adds librdkafka's hint for it."""
+        if is_protocol_mismatch(line):
+            return line
+        if (self._plaintext and "Disconnected" in line and "in state APIVERSION_QUERY" in line):
+            self._apiversion_drops += 1
+            if self._apiversion_drops >= 2:
+                return (f"{line}: the broker hangs up before answering ApiVersion, as a TLS "
+                        "listener does to a plaintext client (security.protocol="
+                        f"{self._protocol}: connecting to a SSL listener?)")
+        return None
 
     def _call0(self, fn: Callable[[], None]) -> None:
         self._call(fn, _NO_ARGUMENT)

@@ -8,7 +8,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-from .validate import check_callable, check_int, check_timeout
+from .validate import check_callable, check_group_id, check_int, check_timeout
 
 __all__ = ["check_pool_arguments"]
 
@@ -20,10 +20,7 @@ def check_pool_arguments(num_workers: int, consumer_factory: Callable[..., Any],
     """TypeError or ValueError for the first of ``WorkerPool``'s arguments that is wrong."""
     check_int(num_workers, "num_workers", minimum=1)
     if group_id is not None:
-        if not isinstance(group_id, str):
-            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-        if not group_id:
-            raise ValueError("group_id must not be empty")
+        check_group_id(group_id)
     check_callable(consumer_factory, "consumer_factory", required=True)
     check_callable(stats_callback, "stats_callback")
     if max_restarts is not None:

@@ -138,8 +138,8 @@ class TransactionalOffsetStore(BrokerOffsetStore):
     Raises:
         TypeError: ``group_id`` is not a str, only one of ``broker``/``topic``, or another
             argument of the wrong type.
-        ValueError: An empty ``group_id``, a negative ``timeout``, a malformed ``broker`` or
-            topic name.
+        ValueError: An empty ``group_id`` or one librdkafka would rewrite (leading white
+            space, a NUL), a negative ``timeout``, a malformed ``broker`` or topic name.
         rdk.ConfigError: A property librdkafka refuses.
     """
 

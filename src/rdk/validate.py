@@ -34,6 +34,31 @@ def check_topic_name(topic: Any, what: str = "topic") -> str:
     return topic
 
 
+# librdkafka left-trims every string property as it sets it (rd_kafka_anyconf_set_prop() in
+# rdkafka_conf.c: ``while (isspace((int)*value)) value++``, the C locale's white space), so a
+# group.id " g" joins group "g"; and a C string ends at the first NUL.
+_C_SPACE = " \t\n\v\f\r"
+
+
+def check_group_id(group_id: Any, what: str = "group_id") -> str:
+    """A group id that librdkafka passes to the broker unchanged: a non-empty str that does
+    not start with white space (librdkafka strips it: the consumer would join another group
+    than the one Admin and rdk set up) and holds no NUL character."""
+    if not isinstance(group_id, str):
+        raise TypeError(f"{what} must be str, got {type(group_id).__name__}")
+    if not group_id:
+        raise ValueError(f"{what} must not be empty")
+    if group_id[0] in _C_SPACE:
+        raise ValueError(
+            f"{what} {group_id!r} starts with white space, which librdkafka strips from "
+            f"group.id (its consumer would join {group_id.lstrip(_C_SPACE)!r}, not the group "
+            "Admin calls name): drop the leading white space")
+    if "\0" in group_id:
+        raise ValueError(f"{what} {group_id!r} contains a NUL character, where librdkafka's "
+                         "C string would end")
+    return group_id
+
+
 def check_broker(broker: Any, what: str = "broker") -> str:
     """A comma-separated list of host:port (an optional scheme:// prefix is allowed)."""
     if not isinstance(broker, str):

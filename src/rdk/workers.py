@@ -198,7 +198,8 @@ class WorkerPool(_Supervision):
         TypeError: An argument of the wrong type, a ``consumer_factory`` that cannot be
             pickled, or one that does not accept the ``stats_callback``/``group_id`` keyword
             it would need.
-        ValueError: ``num_workers`` < 1, a negative number, an empty ``group_id``.
+        ValueError: ``num_workers`` < 1, a negative number, an empty ``group_id`` or one
+            librdkafka would rewrite (leading white space, a NUL).
     """
 
     def __init__(

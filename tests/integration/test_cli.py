@@ -10,8 +10,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from helpers import wait_until
@@ -339,6 +341,7 @@ def test_consume_from_latest_skips_what_is_already_there(mock_cluster, tmp_path)
     proc = subprocess.Popen([PY, "-m", "rdk", "consume", "-b", mock_cluster.bootstrap_servers,
                              "-t", "late", "--offset-dir", str(tmp_path), "--from", "latest",
                              "--count", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finish = _reading(proc)
     try:
         # produce again until the consumer (which starts at the end) has seen 3 new ones
         deadline = time.monotonic() + 60
@@ -348,7 +351,7 @@ def test_consume_from_latest_skips_what_is_already_there(mock_cluster, tmp_path)
                 p.flush(5)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(0.2)
-        out, err = proc.communicate(timeout=30)
+        out, err = finish()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -357,19 +360,36 @@ def test_consume_from_latest_skips_what_is_already_there(mock_cluster, tmp_path)
     assert out.splitlines() == [b"new"] * 3
 
 
+def _reading(proc: subprocess.Popen) -> Callable[[], tuple[bytes, bytes]]:
+    """Read proc's stdout from now on, as a pipe's reader does (rdk consume counts a batch
+    as written once it left the pipe); the returned call waits for the end: (out, err)."""
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+
+    def finish() -> tuple[bytes, bytes]:
+        err = proc.stderr.read()
+        proc.wait(60)
+        reader.join(60)
+        return b"".join(out), err
+
+    return finish
+
+
 def test_consume_stops_gracefully_on_sigterm_and_exits_0(mock_cluster, tmp_path):
     mock_cluster.create_topic("endless", 2)
     produce_numbers(mock_cluster.bootstrap_servers, "endless", 2, 100)
     proc = subprocess.Popen([PY, "-m", "rdk", "consume", "-b", mock_cluster.bootstrap_servers,
                              "-t", "endless", "--offset-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finish = _reading(proc)
     try:
         # all 200 are written once both offset files say so
         wait_until(lambda: stored_total(tmp_path, "endless", 2) >= 200 or proc.poll() is not None,
                    60, "both offset files to record all 200", interval=0.05)
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = finish()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -890,3 +890,29 @@ def test_broker_offset_store_read_does_not_retry_other_errors(mock_cluster):
         assert time.monotonic() - t0 < 10
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_kafka_group_takes_added_partitions_and_gives_up_a_deleted_topic(
+        kafka_cluster, new_topic, protocol, caplog):
+    """Both protocols: a partition added to the topic is assigned and read, a deleted
+    topic's partitions are revoked. The classic protocol learns of both only from a
+    metadata refresh: rdk makes it every CLASSIC_METADATA_REFRESH_MS (librdkafka's 5
+    minutes would outlast these waits)."""
+    topic = new_topic(kafka_cluster, 1)
+    got = Collector()
+    member = protocol_consumer(kafka_cluster, topic, got, group_name(), protocol,
+                               start_offset="earliest")
+    with member, rdk.Admin(kafka_cluster.bootstrap_servers) as admin:
+        member.start()
+        wait_until(lambda: member.assignment == [(topic, 0)], 60, "partition 0 assigned")
+        admin.create_partitions({topic: 2})
+        produce(kafka_cluster, topic, 1, values(3))
+        wait_until(lambda: sorted(member.assignment) == [(topic, 0), (topic, 1)], 60,
+                   "the added partition assigned")
+        wait_until(lambda: len(got.messages) >= 3, 60, "the added partition's messages")
+        assert sorted((m.partition, m.value) for m in got.messages) == [(1, v) for v in values(3)]
+        with caplog.at_level(logging.WARNING, logger="rdk"):
+            admin.delete_topics([topic])
+            wait_until(lambda: member.assignment == [], 60, "the deleted topic's partitions revoked")
+        assert member.error is None

@@ -18,7 +18,7 @@ import pytest
 from helpers import Collector, kafka_unavailable, produce, read_log, values, wait_until
 
 import rdk
-from rdk import Admin, KafkaError
+from rdk import Admin, KafkaError, RdkError
 from rdk.testing import KafkaCluster, start_broker
 
 pytestmark = pytest.mark.skipif(bool(kafka_unavailable()), reason=f"Apache Kafka: {kafka_unavailable()}")
@@ -120,6 +120,9 @@ def test_kill_and_restart_keep_every_acknowledged_message(hurt):
     old = hurt.pid(1)
     hurt.kill(1)
     assert hurt.pid(1) is None and not _alive(old)
+    for dead in (hurt.pause, hurt.resume):  # a killed node: both say so, alike
+        with pytest.raises(RdkError, match=r"node 1 is not running: restart\(1\) starts it"):
+            dead(1)
     hurt.restart(1)
     assert hurt.pid(1) not in (None, old)
     rows = read_log(hurt.bootstrap_servers, topic, [0])
@@ -164,6 +167,12 @@ def test_three_nodes_elect_a_new_leader_when_one_is_killed_and_take_it_back():
         assert [v for _, _, v in read_log(kc.bootstrap_servers, topic, [0])[0]] == values(100)
         root = kc._root
     assert not os.path.exists(root) and not _kafka_jvms(root)
+    # every call on the closed cluster raises at once, naming it (no 30 s _TIMED_OUT)
+    for call in (lambda: kc.create_topic("late", 1), kc.__enter__, lambda: kc.pause(1),
+                 lambda: kc.resume(1), lambda: kc.leader(topic, 0),
+                 lambda: kc.bootstrap_servers_for("PLAINTEXT")):
+        with pytest.raises(RdkError, match=r"KafkaCluster .* is closed"):
+            call()
 
 
 # -- never an orphan -----------------------------------------------------------------------------
@@ -239,6 +248,19 @@ def test_start_broker_kafka_creates_the_topics():
             assert admin.partition_count("a") == 2 and admin.partition_count("b") == 1
 
 
+def test_sasl_users_without_a_sasl_listener_are_refused():
+    with pytest.raises(ValueError, match="sasl_users needs a SASL listener"):
+        KafkaCluster(1, listeners=("SSL",), sasl_users={"alice": "s3cret"})
+
+
+def test_a_bad_config_value_says_the_brokers_reason_first():
+    with pytest.raises(RdkError) as ei:
+        KafkaCluster(1, config={"num.partitions": "abc"})
+    first = str(ei.value).splitlines()[0]
+    assert first == ("kafka-storage format failed: node 1 (exit 1): ConfigException: Invalid "
+                     "value abc for configuration num.partitions: Not a number of type INT"), first
+
+
 # -- security listeners --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -281,5 +303,9 @@ def test_oauthbearer_with_an_unsecured_token(secure):
 def test_a_wrong_password_is_refused(secure):
     options = {"security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-256",
                "sasl.username": "alice", "sasl.password": "wrong", "log_level": 0}
-    with Admin(secure.bootstrap_servers_for("SASL_PLAINTEXT"), options) as admin, pytest.raises(KafkaError):
-        admin.partition_count("anything", timeout=3)
+    with Admin(secure.bootstrap_servers_for("SASL_PLAINTEXT"), options) as admin, \
+            pytest.raises(KafkaError) as ei:
+        # a long timeout: only the refusal itself (not a _TIMED_OUT) ends the call
+        admin.partition_count("anything", timeout=60)
+    assert ei.value.name == "_AUTHENTICATION", str(ei.value)
+    assert "invalid credentials" in str(ei.value) and "authentication with broker" in str(ei.value)

@@ -252,8 +252,16 @@ def test_future_result_settles_the_batch(kafka_cluster, new_topic):
             c.start()
             wait_until(lambda: all(2 in seen.counts(v) for v in values(5)), 60, "redelivery")
             wait_until(lambda: c.stats().accepted == 5, 30, "accepted")
+        stats = c.stats()
     finally:
         pool.shutdown()
+    # a Future that raised released its batch, one that returned accepted it: every record
+    # was delivered 1, 2, ... times in order, accepted once, released at each other delivery
+    deliveries = {v: seen.counts(v) for v in values(5)}
+    assert all(counts == list(range(1, len(counts) + 1)) and len(counts) >= 2
+               for counts in deliveries.values()), deliveries
+    assert (stats.accepted, stats.released, stats.rejected) == (
+        5, sum(len(c) for c in deliveries.values()) - 5, 0), (stats, deliveries)
 
 
 def test_batches_iterator(kafka_cluster, new_topic):

@@ -262,6 +262,46 @@ def test_tls_host_name_not_in_the_certificate_fails_by_name(kafka):
         assert isinstance(admin.list_topics(timeout=30), list)
 
 
+WRONG_PROTOCOL = {  # the client's security.protocol -> the listener it is pointed at
+    "ssl-to-plaintext": ("SSL", "PLAINTEXT", "connecting to a PLAINTEXT broker listener?"),
+    "plaintext-to-ssl": ("PLAINTEXT", "SSL", "connecting to a SSL listener?"),
+    "sasl_ssl-to-sasl_plaintext": ("SASL_SSL", "SASL_PLAINTEXT",
+                                   "connecting to a PLAINTEXT broker listener?"),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_PROTOCOL))
+def test_wrong_security_protocol_for_the_listener_fails_with_librdkafkas_hint(kafka, case, tmp_path):
+    protocol, listener, hint = WRONG_PROTOCOL[case]
+    bootstrap = kafka.bootstrap_servers_for(listener)
+    options = {"security.protocol": protocol}
+    if protocol.endswith("SSL"):
+        options["ssl.ca.location"] = kafka.ca_location
+    if protocol.startswith("SASL"):
+        options.update({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice",
+                        "sasl.password": USERS["alice"]})
+    with Admin(bootstrap, options) as admin:  # not a bare _TRANSPORT after the whole timeout
+        err, _ = named_within(lambda: admin.list_topics(timeout=60), "_TRANSPORT", hint, bootstrap)
+    assert "security.protocol" in str(err)
+    consumer = Consumer(bootstrap, "any-topic", str(tmp_path), lambda b: None, driver_options=options)
+    try:
+        named_within(consumer.start, "_TRANSPORT", hint)
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.parametrize("name", ["ssl.ca.location", "ssl.certificate.location",
+                                  "ssl.key.location"])
+def test_a_tls_file_that_does_not_exist_is_named_with_its_path(name, tmp_path):
+    missing = str(tmp_path / "nowhere" / "file.pem")
+    options = {"security.protocol": "SSL", name: missing}
+    for make in (lambda: Admin("127.0.0.1:9", options),
+                 lambda: Producer("127.0.0.1:9", driver_options=options)):
+        with pytest.raises(ConfigError) as ei:
+            make()
+        assert f"{name}={missing!r}: no such file" in str(ei.value)
+
+
 # ---- 2. oauth_cb --------------------------------------------------------------------
 
 def test_oauth_cb_round_trip_and_refresh(kafka, topic, tmp_path):
@@ -410,15 +450,14 @@ def test_group_consumer_without_group_read_fails_by_name(kafka, acl_topics):
 
 
 def slot_consumer_without_read(kafka, topic, directory):
-    """Run a worker-slot consumer of ``topic`` as bob for a while; (its error, messages got)."""
+    """Run a worker-slot consumer of ``topic`` as bob until it fails; (its error, messages
+    got)."""
     got: list = []
     consumer = Consumer(kafka.bootstrap_servers_for("SASL_PLAINTEXT"), topic, str(directory),
                         lambda batch: got.extend(batch.messages), driver_options=BOB)
     try:
         consumer.start()
-        deadline = time.monotonic() + 5.0
-        while consumer.error is None and time.monotonic() < deadline:
-            time.sleep(0.1)  # a poll interval: nothing to wait for when the broker refuses
+        wait_until(lambda: consumer.error is not None, 60, "the broker's refusal")
         return consumer.error, got
     finally:
         consumer.stop()
@@ -426,7 +465,8 @@ def slot_consumer_without_read(kafka, topic, directory):
 
 def test_slot_consumer_that_may_not_read_keeps_no_progress(kafka, acl_topics, tmp_path):
     _, hidden = acl_topics
-    _, got = slot_consumer_without_read(kafka, hidden, tmp_path)
+    error, got = slot_consumer_without_read(kafka, hidden, tmp_path)
+    assert error.name == "TOPIC_AUTHORIZATION_FAILED", error  # refused: nothing was read
     assert got == []
     # no offset file was written: only the partition lock is there
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []

@@ -25,7 +25,7 @@ from functools import partial
 
 import crash_worker
 import pytest
-from helpers import wait_until
+from helpers import test_seed, wait_until
 
 from rdk import Admin, Producer
 from rdk.mock import MockCluster
@@ -181,15 +181,6 @@ def crash_run(tmp_path, total: int, kills: int, pace: float, seed: int) -> dict:
         "final_offsets": {p: read_offset_file(offset_file_path(offset_dir, topic, p))
                           for p in range(partitions)},
     }
-
-
-def test_seed() -> int:
-    """The fault schedule's seed: ``RDK_TEST_SEED`` if set (to replay a failure), else the clock."""
-    seed = os.environ.get("RDK_TEST_SEED")
-    return int(seed) if seed else time.time_ns() % 2**32
-
-
-test_seed.__test__ = False  # a helper, not a test
 
 
 def seeded_run(tmp_path, total: int, kills: int, record_property=None) -> dict:

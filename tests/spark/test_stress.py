@@ -18,6 +18,7 @@ An action a broker cannot do is left out of its sequence, never faked.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 import uuid
@@ -175,6 +176,7 @@ def test_stress_with_multiple_topics_and_partitions(broker, kafka_reader, tmp_pa
     starts at latest and skips the first records), and failOnDataLoss stays false as in
     Spark's (a deleted topic's offsets would count as lost otherwise).
     """
+    seed = int(os.environ.get("RDK_TEST_SEED", seed))  # a failure's seed replays it
     rng = random.Random(seed)
     kinds = ["data", "topic", "restart"]
     if broker.kind not in NO_DELETE:
@@ -267,6 +269,7 @@ def test_stress_for_fail_on_data_loss_false(broker, kafka_reader, tmp_path, seed
     retention; Tansu keeps everything, so loss comes from deletion only.)"""
     if broker.kind in NO_DELETE:
         pytest.skip(NO_DELETE[broker.kind])
+    seed = int(os.environ.get("RDK_TEST_SEED", seed))  # a failure's seed replays it
     rng = random.Random(seed)
     prefix = f"lossy{uuid.uuid4().hex[:8]}"
     live: dict[str, Incarnation] = {}

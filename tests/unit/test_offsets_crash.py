@@ -47,8 +47,9 @@ for n in itertools.count(start + 1):
 # few files per flush: one fsync each; many: one syncfs for all of them
 @pytest.mark.parametrize("partitions", [[0, 1, 2], list(range(5 * SYNCFS_MIN_FILES))],
                          ids=["fsync-each", "syncfs"])
-def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp_path, partitions):
-    rng = random.Random(4)
+def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp_path, partitions,
+                                                                             rdk_seed):
+    rng = random.Random(rdk_seed)
     topic = "crash.topic"
     seen = {p: -1 for p in partitions}
     reads = 0

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from .. import _binding
 from .._binding import ERROR_CODES, ffi, lib
 from ..errors import KafkaError
-from ..validate import check_wait
+from ..validate import check_group_id, check_wait  # noqa: F401  (rdk.admin's, as before)
 
 _AUTH_CHECK_MS = 500  # admin waits look for an authentication failure this often
 
@@ -132,14 +132,6 @@ class _AdminBase:
         if self._fetch_client is not None:
             self._fetch_client.close()
         self._client.close()
-
-
-def check_group_id(group_id: Any) -> str:
-    if not isinstance(group_id, str):
-        raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-    if not group_id:
-        raise ValueError("group_id must not be empty")
-    return group_id
 
 
 def check_mapping(value: Any, message: str) -> None:

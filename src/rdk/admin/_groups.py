@@ -3,6 +3,8 @@ groups."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,16 +39,20 @@ class _GroupsAdmin(_AdminBase):
                 authentication failure.
             TypeError: ``group_id`` is not a str, ``configs`` not a dict, a name not a
                 non-empty str.
-            ValueError: An empty ``group_id``, a negative ``timeout``.
+            ValueError: An empty ``group_id`` or one librdkafka would rewrite, a negative
+                ``timeout``.
             rdk.ClosedError: After ``close()``.
         """
         check_group_id(group_id)
         timeout = _check_timeout(timeout)
         check_mapping(configs, "alter_group_config: configs must be a dict of name to value")
+        self._alter_group(group_id, configs, timeout, f"alter_group_config of group {group_id!r}")
+
+    def _alter_group(self, group_id: str, configs: Mapping[str, Any], timeout: float,
+                     context: str) -> None:
         if not configs:
             return
         res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
-        context = f"alter_group_config of group {group_id!r}"
         try:
             _add_configs(res, configs, context)
         except BaseException:
@@ -62,7 +68,12 @@ class _GroupsAdmin(_AdminBase):
         """The group's configuration, ``{name: value}`` (DescribeConfigs on the GROUP
         resource): the group's own settings and the broker's defaults for the rest, e.g.
         ``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
-        ``share.delivery.count.limit``. A group that does not exist gets the defaults.
+        ``share.delivery.count.limit``. A group without settings of its own that is not a
+        consumer group the coordinator knows raises ``GROUP_ID_NOT_FOUND`` instead of giving
+        the broker's defaults as if they were the group's. librdkafka 2.15 cannot see share
+        groups (no ShareGroupDescribe): a share group counts as known by its settings, which
+        rdk's ShareConsumer always gives it (``share.auto.offset.reset``); one that only
+        other clients joined, without settings of its own, looks missing too.
 
         Args:
             group_id: The group's id.
@@ -72,26 +83,40 @@ class _GroupsAdmin(_AdminBase):
             ``{name: value}``, sorted by name.
 
         Raises:
-            rdk.KafkaError: The broker refused, ``_TIMED_OUT``, or an authentication failure.
+            rdk.KafkaError: ``GROUP_ID_NOT_FOUND`` (see above), the broker refused,
+                ``_TIMED_OUT``, or an authentication failure.
             TypeError: ``group_id`` is not a str, or ``timeout`` not a number.
-            ValueError: An empty ``group_id``, a negative ``timeout``.
+            ValueError: An empty ``group_id`` or one librdkafka would rewrite, a negative
+                ``timeout``.
             rdk.ClosedError: After ``close()``.
         """
         check_group_id(group_id)
         timeout = _check_timeout(timeout)
-        res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
         context = f"describe_group_config of group {group_id!r}"
+        entries = self._group_config(group_id, timeout, context)
+        if not any(own for _, own in entries.values()) and \
+                not self._group_exists(group_id, timeout, context):
+            raise KafkaError(ERROR_CODES["GROUP_ID_NOT_FOUND"],
+                             "no such group, and no configuration of its own (every value "
+                             "would be the broker's default)", context=context)
+        return {name: value for name, (value, _) in entries.items()}
+
+    def _group_config(self, group_id: str, timeout: float,
+                      context: str) -> dict[str, tuple[str, bool]]:
+        """``{name: (value, whether it is the group's own setting)}``, sorted by name."""
+        res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
         with self._one_object_request(lib.rd_kafka_DescribeConfigs, _RESOURCES, res,
                                       lib.rd_kafka_ConfigResource_destroy, timeout, context) as ev:
-            out: dict[str, str] = {}
+            out: dict[str, tuple[str, bool]] = {}
             for resource in _result_items(lib.rd_kafka_DescribeConfigs_result_resources,
                                           lib.rd_kafka_event_DescribeConfigs_result(ev)):
                 _raise_resource_error(resource, context)
                 for entry in _result_items(lib.rd_kafka_ConfigResource_configs, resource):
                     value = lib.rd_kafka_ConfigEntry_value(entry)
                     if value != ffi.NULL:
-                        out[ffi.string(lib.rd_kafka_ConfigEntry_name(entry)).decode()] = \
-                            ffi.string(value).decode(errors="replace")
+                        out[ffi.string(lib.rd_kafka_ConfigEntry_name(entry)).decode()] = (
+                            ffi.string(value).decode(errors="replace"),
+                            not lib.rd_kafka_ConfigEntry_is_default(entry))
             return dict(sorted(out.items()))
 
     def delete_share_group(self, group_id: str, *, missing_ok: bool = False,
@@ -110,13 +135,24 @@ class _GroupsAdmin(_AdminBase):
             rdk.KafkaError: ``NON_EMPTY_GROUP``, ``GROUP_ID_NOT_FOUND`` (unless
                 ``missing_ok``), ``_TIMED_OUT``, or an authentication failure.
             TypeError: ``group_id`` is not a str, or ``timeout`` not a number.
-            ValueError: An empty ``group_id``, a negative ``timeout``.
+            ValueError: An empty ``group_id`` or one librdkafka would rewrite, a negative
+                ``timeout``.
             rdk.ClosedError: After ``close()``.
         """
         check_group_id(group_id)
         timeout = _check_timeout(timeout)
+        self._delete_group(group_id, missing_ok, timeout, f"delete_share_group of group {group_id!r}")
+
+    def _delete_group(self, group_id: str, missing_ok: bool, timeout: float,
+                      context: str) -> bool:
+        """DeleteGroups of ``group_id``; whether the group existed (False only with
+        ``missing_ok``)."""
+        return _until_coordinator_answers(
+            lambda: self._delete_group_once(group_id, missing_ok, timeout, context), timeout)
+
+    def _delete_group_once(self, group_id: str, missing_ok: bool, timeout: float,
+                           context: str) -> bool:
         request = lib.rd_kafka_DeleteGroup_new(group_id.encode())
-        context = f"delete_share_group of group {group_id!r}"
         with self._one_object_request(lib.rd_kafka_DeleteGroups, "rd_kafka_DeleteGroup_t *[1]",
                                       request, lib.rd_kafka_DeleteGroup_destroy, timeout,
                                       context) as ev:
@@ -127,28 +163,35 @@ class _GroupsAdmin(_AdminBase):
                     continue
                 code = lib.rd_kafka_error_code(error)
                 if missing_ok and code == ERROR_CODES["GROUP_ID_NOT_FOUND"]:
-                    continue
+                    return False
                 text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
                 raise KafkaError(code, text, context=context)
+        return True
 
     def reset_share_group(self, group_id: str, to: str, *, timeout: float = 30.0) -> None:
         """Start share group ``group_id`` over from ``to``: "earliest", "latest" or
         "by_duration:<ISO-8601 duration>" (e.g. "by_duration:PT1H"). librdkafka 2.15 has no
-        AlterShareGroupOffsets, so this deletes the group's progress (``delete_share_group``,
-        which needs a group without members; a group that does not exist is fine) and sets
-        its ``share.auto.offset.reset``: the next member starts every partition there.
+        AlterShareGroupOffsets, so this sets the group's ``share.auto.offset.reset`` and then
+        deletes the group's progress (DeleteGroups, which needs a group without members; a
+        group that does not exist is fine): the next member starts every partition there.
         A specific offset per partition is not possible this way.
+
+        All or nothing: a value the broker refuses (``INVALID_CONFIG``) is refused before
+        anything changes, and when the deletion fails (``NON_EMPTY_GROUP``...) the group's
+        previous ``share.auto.offset.reset`` is put back; its progress is untouched.
 
         Args:
             group_id: The share group's id.
             to: ``"earliest"``, ``"latest"`` or ``"by_duration:<ISO-8601 duration>"``.
-            timeout: Seconds to wait for each of the two requests.
+            timeout: Seconds to wait for each request (up to four).
 
         Raises:
-            rdk.KafkaError: ``NON_EMPTY_GROUP`` (the group has members), a refused config,
-                ``_TIMED_OUT``, or an authentication failure.
+            rdk.KafkaError: ``NON_EMPTY_GROUP`` (the group has members), ``INVALID_CONFIG``
+                (a ``to`` the broker refuses), ``_TIMED_OUT``, or an authentication failure;
+                its context names ``reset_share_group``.
             TypeError: ``group_id`` is not a str, or ``timeout`` not a number.
-            ValueError: An empty ``group_id``, a bad ``to``, a negative ``timeout``.
+            ValueError: An empty ``group_id`` or one librdkafka would rewrite, a bad ``to``,
+                a negative ``timeout``.
             rdk.ClosedError: After ``close()``.
         """
         check_group_id(group_id)
@@ -157,8 +200,67 @@ class _GroupsAdmin(_AdminBase):
             raise ValueError("reset_share_group: to must be 'earliest', 'latest' or "
                              f"'by_duration:<ISO-8601 duration>', got {to!r}")
         timeout = _check_timeout(timeout)
-        self.delete_share_group(group_id, missing_ok=True, timeout=timeout)
-        self.alter_group_config(group_id, {"share.auto.offset.reset": to}, timeout=timeout)
+        context = f"reset_share_group of group {group_id!r} to {to!r}"
+        value, own = self._group_config(group_id, timeout, context).get(
+            _RESET, ("latest", False))
+        before = value if own else None  # None: the broker's default (no setting of its own)
+        self._alter_group(group_id, {_RESET: to}, timeout, context)  # a refused value: no change
+        try:
+            self._delete_group(group_id, True, timeout, context)
+        except BaseException:
+            try:
+                self._alter_group(group_id, {_RESET: before}, timeout, context)
+            except Exception as e:  # noqa: BLE001 - the first error is the one raised
+                self._log_warning("%s: could not put share.auto.offset.reset back to %r: %s",
+                                  context, before, e)
+            raise
+
+    def _group_exists(self, group_id: str, timeout: float, context: str) -> bool:
+        """Whether the coordinator knows ``group_id`` as a consumer group (classic or
+        KIP-848: not ``Dead``). librdkafka 2.15 has no ShareGroupDescribe: its
+        DescribeConsumerGroups reports every share group as ``Dead``. Retries while the
+        coordinator moves or loads (a new cluster's first group request)."""
+        return _until_coordinator_answers(
+            lambda: self._describe_group_state(group_id, timeout, context) != b"Dead", timeout)
+
+    def _describe_group_state(self, group_id: str, timeout: float, context: str) -> bytes:
+        name = ffi.new("char[]", group_id.encode())
+        groups = ffi.new("const char *[1]", [name])
+        with self._admin_result(lambda opts, q: lib.rd_kafka_DescribeConsumerGroups(
+                self._rk, groups, 1, opts, q), timeout, context) as ev:
+            for group in _result_items(lib.rd_kafka_DescribeConsumerGroups_result_groups,
+                                       lib.rd_kafka_event_DescribeConsumerGroups_result(ev)):
+                error = lib.rd_kafka_ConsumerGroupDescription_error(group)
+                if error != ffi.NULL:
+                    code = lib.rd_kafka_error_code(error)
+                    if code == ERROR_CODES["GROUP_ID_NOT_FOUND"]:
+                        return b"Dead"
+                    text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
+                    raise KafkaError(code, text, context=context)
+                state = lib.rd_kafka_ConsumerGroupDescription_state(group)
+                return bytes(ffi.string(lib.rd_kafka_consumer_group_state_name(state)))
+        return b"Dead"
+
+    def _log_warning(self, msg: str, *args: Any) -> None:
+        (self._logger or logging.getLogger("rdk")).warning(msg, *args)
+
+
+_RESET = "share.auto.offset.reset"
+_COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+                      "COORDINATOR_NOT_AVAILABLE")
+
+
+def _until_coordinator_answers(call: Callable[[], Any], timeout: float) -> Any:
+    """``call()``, again while the group's coordinator moves or loads (a new cluster's first
+    group request gets NOT_COORDINATOR), for up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except KafkaError as e:
+            if e.name not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)  # a retry interval: librdkafka looks the coordinator up meanwhile
 
 
 def _raise_resource_error(resource: Any, context: str) -> None:

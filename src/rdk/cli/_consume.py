@@ -28,8 +28,10 @@ from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from ..validate import check_group_id
 from ._formats import encode_messages
 from ._registry import encode_decoded, value_deserializer
+from ._output import PipeOutput
 from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 if TYPE_CHECKING:
@@ -124,12 +126,14 @@ class _SlotWriter:
         self.done = threading.Event()
         where: dict[str, Any] = ({"group_id": group_id} if group_id is not None
                                  else {"worker_slot": worker_slot, "num_workers": num_workers})
-        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir, start_offset=job.start,
+        self.consumer = Consumer(job.brokers, job.topic, job.offset_dir,
+                                 start_offset=job.start or "earliest",
                                  logger=log, statistics_interval_ms=0,
                                  driver_options=job.driver_options,
                                  value_deserializer=job.deserializer, **where)
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._output = PipeOutput.of_stdout()  # a pipe: a batch counts once its reader took it
 
     @property
     def error(self) -> BaseException | None:
@@ -142,7 +146,14 @@ class _SlotWriter:
         self._thread = threading.Thread(target=self._write_loop, daemon=True,
                                         name=f"rdk-cli-write-{self.job.topic}")
         self._thread.start()
+        if self._output is not None:
+            self._output.watch(self._reader_left, self.done)
         return list(self.consumer.partitions)
+
+    def _reader_left(self) -> None:
+        """stdout's reader closed the pipe: writing is over, even with nothing to write."""
+        self._end_pool()
+        self.done.set()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop writing, then stop the consumer (it stores the written batches' offsets)."""
@@ -189,6 +200,9 @@ class _SlotWriter:
                         # a reader gone mid-batch: BufferedWriter returns the part the pipe
                         # took and drops the EPIPE; none of this batch counts as written
                         raise BrokenPipeError(f"stdout took {taken} of {len(data)} bytes")
+                    if self._output is not None and not self._output.drained(self.done):
+                        # in the pipe, not read: the reader left (or we stop) before taking it
+                        raise BrokenPipeError("stdout's reader did not take the last batch")
                 except (BrokenPipeError, ValueError):  # the reader is gone: stop
                     tally.take(-k)  # not written after all
                     self._end_pool()
@@ -235,6 +249,7 @@ class _ShareWriter:
         self.consumer = ShareConsumer(job.brokers, job.topic, self._handle, group_id=group_id,
                                       start_offset=job.start, logger=log,
                                       driver_options=job.driver_options)
+        self._output = PipeOutput.of_stdout()  # a pipe: a record is accepted once read
 
     @property
     def error(self) -> BaseException | None:
@@ -245,6 +260,8 @@ class _ShareWriter:
         """Join the share group (errors raise here); ``[]``: the broker shares out records,
         not partitions."""
         self.consumer.start()
+        if self._output is not None:
+            self._output.watch(self._end, self.done)
         return []
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -268,6 +285,8 @@ class _ShareWriter:
                 try:
                     sys.stdout.buffer.write(data)
                     sys.stdout.buffer.flush()
+                    if self._output is not None and not self._output.drained(self.done):
+                        raise BrokenPipeError("stdout's reader did not take the last batch")
                 except (BrokenPipeError, ValueError):  # the reader is gone: release, stop
                     tally.take(-k)
                     k, failed = 0, []
@@ -340,6 +359,12 @@ def _check_consume_args(args: argparse.Namespace) -> tuple[int, int]:
     if args.workers is not None and (args.slot is not None or args.of is not None):
         raise UsageError("--workers N and --slot I --of N exclude each other")
     group = getattr(args, "group", None)
+    for flag, value in (("--group", group), ("--share", getattr(args, "share", None))):
+        if value is not None:
+            try:
+                check_group_id(value, flag)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
     if getattr(args, "share", None) is not None:
         if group is not None or args.offset_dir is not None:
             raise UsageError("--share G excludes --group and --offset-dir (the share group "

@@ -280,9 +280,9 @@ def _add_consume(add: _Add) -> None:
     c.add_argument("--count", type=_int_at_least(1, "--count", INT64_MAX), metavar="N",
                    help="stop after N messages (default: run until interrupted)")
     c.add_argument("--from", "--start-offset", dest="start", choices=["earliest", "latest"],
-                   default="earliest",
                    help="where to start on partitions without an offset file (default "
-                        "earliest); with --share: the group's share.auto.offset.reset")
+                        "earliest); with --share: sets the group's share.auto.offset.reset "
+                        "(default: keep the group's)")
     c.add_argument("--progress", action="store_true",
                    help="show progress on stderr even without a TTY")
     add_registry_options(c, produce=False)

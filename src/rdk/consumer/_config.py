@@ -20,6 +20,7 @@ from ..validate import (
     check_broker,
     check_callable,
     check_choice,
+    check_group_id,
     check_int,
     check_logger,
     check_options,
@@ -118,9 +119,12 @@ class ConsumerConfig:
         """The handle's properties in group mode: rdk commits, cooperative-sticky by default."""
         props = {**self.props, "group.id": self.group_id, "enable.auto.commit": False,
                  "enable.auto.offset.store": False}
-        if (str(props.get("group.protocol", "classic")) != "consumer"
-                and "partition.assignment.strategy" not in props):
-            props["partition.assignment.strategy"] = "cooperative-sticky"
+        if str(props.get("group.protocol", "classic")) != "consumer":
+            props.setdefault("partition.assignment.strategy", "cooperative-sticky")
+            # the classic protocol learns of added partitions and deleted topics only from
+            # the leader's metadata refresh (librdkafka's default: every 5 minutes); the
+            # KIP-848 coordinator tells its members at once
+            props.setdefault("topic.metadata.refresh.interval.ms", CLASSIC_METADATA_REFRESH_MS)
         return props
 
     def _choose_store(self, offset_store: Any, directory: Any) -> tuple[Any, Any, Any]:
@@ -177,6 +181,11 @@ def check_seek_offset(offset: Any) -> int:
     return check_int(offset, "offset", minimum=0, maximum=_INT64_MAX - 1)
 
 
+#: topic.metadata.refresh.interval.ms of a classic-protocol group consumer unless given:
+#: partitions added to its topics are assigned, and a deleted topic's revoked, within it
+CLASSIC_METADATA_REFRESH_MS = 10_000
+
+
 def stops_consumer(err: KafkaError, logger: logging.Logger | logging.LoggerAdapter, topic: str,
                    pattern: bool) -> bool:
     """Whether librdkafka's error event ``err`` stops the consumer; what does not is logged."""
@@ -195,12 +204,7 @@ def stops_consumer(err: KafkaError, logger: logging.Logger | logging.LoggerAdapt
 
 
 def _check_group_id(group_id: Any) -> str | None:
-    if group_id is not None:
-        if not isinstance(group_id, str):
-            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-        if not group_id:
-            raise ValueError("group_id must not be empty")
-    return group_id
+    return None if group_id is None else check_group_id(group_id)
 
 
 def _check_group_callback(fn: Any, name: str, group_id: str | None) -> Callable | None:

@@ -108,9 +108,10 @@ class Consumer(Lifecycle):
     Raises:
         TypeError: An argument of the wrong type (the message names it), or neither
             ``offset_directory`` nor ``offset_store`` in worker-slot mode.
-        ValueError: A value out of range or not one of the choices, an empty ``group_id``,
-            ``on_assign``/``on_revoke`` without ``group_id``, ``num_workers``/``worker_slot``
-            with ``group_id``, ``offset_store`` with several topics, a ``^regex`` without
+        ValueError: A value out of range or not one of the choices, an empty ``group_id`` or
+            one librdkafka would rewrite (leading white space, a NUL), ``on_assign``/
+            ``on_revoke`` without ``group_id``, ``num_workers``/``worker_slot`` with
+            ``group_id``, ``offset_store`` with several topics, a ``^regex`` without
             ``group_id``, or a closed ``loop``.
         rdk.ConfigError: A property librdkafka refuses, ``bootstrap.servers`` in
             ``driver_options`` differing from ``broker``, ``auto.offset.reset`` in

@@ -12,7 +12,7 @@ from .. import _binding
 from .._binding import check, lib
 from .._partitions import partition_list, partition_list_offsets
 from ..errors import KafkaError
-from ..validate import check_broker, check_int, check_options, check_topic_name, check_wait
+from ..validate import check_broker, check_group_id, check_int, check_options, check_topic_name, check_wait
 from ._files import ensure_directory, write_offset_files
 from ._format import (
     MAX_OFFSET,
@@ -150,7 +150,8 @@ class BrokerOffsetStore:
     Raises:
         TypeError: Only one of ``broker`` and ``topic`` given, a ``group_id`` that is not
             a str, or another argument of the wrong type.
-        ValueError: An empty ``group_id`` or a negative ``timeout``; a malformed ``broker``
+        ValueError: An empty ``group_id`` (or one librdkafka would rewrite: leading white
+            space, a NUL), a negative ``timeout``; a malformed ``broker``
             or topic name.
         rdk.ConfigError: librdkafka refuses a property of ``driver_options``.
     """
@@ -164,10 +165,7 @@ class BrokerOffsetStore:
         driver_options: Mapping[str, Any] | None = None,
         timeout: float = 10.0,
     ) -> None:
-        if not isinstance(group_id, str):
-            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-        if not group_id:
-            raise ValueError("group_id must not be empty")
+        check_group_id(group_id)
         self.group_id = group_id
         # librdkafka takes int milliseconds: inf (or more) waits 2,000,000 s, i.e. no limit
         self.timeout = check_wait(timeout, "timeout", 2_000_000)

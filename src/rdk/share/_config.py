@@ -30,15 +30,11 @@ class ShareConfig:
                  decode: Any) -> None:
         self.broker = validate.check_broker(broker)
         self.topics = check_topics(topics)
-        if not isinstance(group_id, str):
-            raise TypeError(f"group_id must be str, got {type(group_id).__name__}")
-        if not group_id:
-            raise ValueError("group_id must not be empty: a share consumer needs a share group")
-        self.group_id = group_id
+        self.group_id = validate.check_group_id(group_id)
         self.receive_callback = validate.check_callable(receive_callback, "receive_callback")
         self.stats_callback = validate.check_callable(stats_callback, "stats_callback")
         self.start_offset = validate.check_choice(start_offset, "start_offset",
-                                                  ("latest", "earliest"))
+                                                  (None, "latest", "earliest"))
         self.max_messages_per_callback = validate.check_int(
             max_messages_per_callback, "max_messages_per_callback", minimum=1, maximum=1_000_000)
         self.statistics_interval_ms = validate.check_int(

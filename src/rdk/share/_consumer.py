@@ -42,7 +42,9 @@ class ShareConsumer(Lifecycle):
 
     ``start_offset`` ("latest" or "earliest") is the *group's* ``share.auto.offset.reset``,
     set with the Admin API at ``start()``: it applies to every member, and only where the
-    group has no progress yet. ``max_messages_per_callback`` is librdkafka's
+    group has no progress yet. The default, None, keeps what the group has (e.g. what
+    ``Admin.reset_share_group`` set; the broker's default is "latest"); a value that replaces
+    one the group has of its own logs a warning naming both. ``max_messages_per_callback`` is librdkafka's
     ``max.poll.records`` (a soft bound in the preview). ``stats_callback(ShareStats)`` every
     ``statistics_interval_ms``. ``decode="utf-8"`` gives str values.
 
@@ -56,7 +58,8 @@ class ShareConsumer(Lifecycle):
         receive_callback: ``receive_callback(info)`` gets each [rdk.ShareBatch][]; needed by
             `start()`/`run()`. None: iterate `batches()` instead.
         group_id: The share group's id (required, non-empty).
-        start_offset: The group's ``share.auto.offset.reset``: ``"latest"`` or ``"earliest"``.
+        start_offset: The group's ``share.auto.offset.reset``: ``"latest"`` or ``"earliest"``;
+            None keeps the group's setting (the broker's default: "latest").
         max_messages_per_callback: librdkafka's ``max.poll.records``, 1 to 1,000,000.
         stats_callback: Called with a [rdk.ShareStats][] every ``statistics_interval_ms``.
             None: no stats are requested.
@@ -71,7 +74,8 @@ class ShareConsumer(Lifecycle):
     Raises:
         TypeError: An argument of the wrong type (the message names it).
         ValueError: A value out of range or not one of the choices, an empty ``group_id`` or
-            topic list, a topic named twice, a closed ``loop``.
+            one librdkafka would rewrite (leading white space, a NUL), an empty topic list, a
+            topic named twice, a closed ``loop``.
         rdk.ConfigError: A property librdkafka refuses, ``group.id`` or
             ``share.acknowledgement.mode`` in ``driver_options``, or ``bootstrap.servers``
             there differing from ``broker``.
@@ -84,7 +88,7 @@ class ShareConsumer(Lifecycle):
         receive_callback: Callable[[ShareBatch], Any] | None,
         *,
         group_id: str,
-        start_offset: str = "latest",
+        start_offset: str | None = None,
         max_messages_per_callback: int = 500,
         stats_callback: Callable[[ShareStats], Any] | None = None,
         statistics_interval_ms: int = 5000,
@@ -128,9 +132,9 @@ class ShareConsumer(Lifecycle):
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
-        """Check the topics, set the group's ``share.auto.offset.reset`` to ``start_offset``,
-        join the share group and deliver batches to ``receive_callback`` on a thread of
-        rdk's. An unknown topic: KafkaError UNKNOWN_TOPIC_OR_PART (within METADATA_TIMEOUT).
+        """Check the topics, set the group's ``share.auto.offset.reset`` to ``start_offset``
+        (unless None), join the share group and deliver batches to ``receive_callback`` on a
+        thread of rdk's. An unknown topic: KafkaError UNKNOWN_TOPIC_OR_PART (within METADATA_TIMEOUT).
 
         Raises:
             TypeError: No ``receive_callback`` was given.

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["METADATA_TIMEOUT", "close_handle", "destroy_handle", "new_handle", "prepare_group"]
 
 METADATA_TIMEOUT = 10.0  # start(): seconds to learn the topics and set the group's config
+RESET = "share.auto.offset.reset"
 DEFAULT_LOCK_SECONDS = 30.0  # Kafka's group.share.record.lock.duration.ms, if unreadable
 _SYSLOG_TO_LOGGING = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
 
@@ -79,19 +80,31 @@ def rdk_share_on_ack(rkshare: Any, partitions: Any, err: int, opaque: Any) -> No
 # ---- the group and the handle ----------------------------------------------------------
 
 def prepare_group(config: ShareConfig) -> float:
-    """Every topic exists; the group's share.auto.offset.reset is start_offset. Returns the
-    group's acquisition lock in seconds (``share.record.lock.duration.ms``)."""
+    """Every topic exists; the group's share.auto.offset.reset is start_offset (None: kept as
+    it is, with a warning when start_offset replaces a value of the group's own). Returns
+    the group's acquisition lock in seconds (``share.record.lock.duration.ms``)."""
     from ..admin import Admin
 
+    context = f"ShareConsumer of group {config.group_id!r}"
     with Admin(config.broker, config.admin_options()) as admin:
         for topic in config.topics:
             admin.partition_count(topic, METADATA_TIMEOUT)
-        admin.alter_group_config(config.group_id,
-                                 {"share.auto.offset.reset": config.start_offset},
-                                 timeout=METADATA_TIMEOUT)
-        group_config = admin.describe_group_config(config.group_id, timeout=METADATA_TIMEOUT)
+        group_config = admin._group_config(config.group_id, METADATA_TIMEOUT, context)
+        current, own = group_config.get(RESET, ("latest", False))
+        wanted = config.start_offset
+        if wanted is not None and wanted != current and own:
+            # e.g. Admin.reset_share_group(g, "earliest") undone by this member
+            config.logger.warning(
+                "%s: start_offset=%r replaces the group's share.auto.offset.reset %r "
+                "(set by Admin.reset_share_group, alter_group_config or another member); "
+                "start_offset=None keeps the group's setting", context, wanted, current)
+        if (wanted or current) != current or not own:
+            # None on a group without a setting of its own: the broker's default made the
+            # group's, so that describe_group_config knows the group (see there)
+            admin._alter_group(config.group_id, {RESET: wanted or current}, METADATA_TIMEOUT,
+                               context)
     try:
-        return int(group_config["share.record.lock.duration.ms"]) / 1000
+        return int(group_config["share.record.lock.duration.ms"][0]) / 1000
     except (KeyError, ValueError):
         return DEFAULT_LOCK_SECONDS
 

@@ -221,7 +221,7 @@ class KafkaNodes:
             text = out.read().decode(errors="replace")
             out.close()
             if code != 0:
-                failed.append(f"node {n} (exit {code}): {text[-1500:]}")
+                failed.append(f"node {n} (exit {code}): {failure_reason(text)}\n{text[-1500:]}")
         if failed:
             raise RdkError("kafka-storage format failed: " + "; ".join(failed))
 
@@ -234,8 +234,10 @@ class KafkaNodes:
         try:
             wait_for_metadata(bootstrap, deadline, [p for p in procs if p is not None], brokers=nodes)
         except RdkError as e:
+            reasons = "".join(f"\nnode {n}: {failure_reason(self.log(n))}" for n in sorted(nodes)
+                              if failure_reason(self.log(n)) != _NO_REASON)
             logs = "\n".join(f"--- node {n} log (tail) ---\n{self.log(n)[-3000:]}" for n in sorted(nodes))
-            raise RdkError(f"Apache Kafka {self.version} did not start: {e}\n{logs}") from None
+            raise RdkError(f"Apache Kafka {self.version} did not start: {e}{reasons}\n{logs}") from None
 
     def addresses(self, listener: str) -> str:
         """``127.0.0.1:port,...`` of every node's ``listener``."""
@@ -252,3 +254,22 @@ class KafkaNodes:
         if node_id not in self.procs:
             return ""
         return self.procs[node_id].output()
+
+
+_EXCEPTION = re.compile(r"(?:^|\s)(?:[\w$]+\.)*(\w*(?:Exception|Error)): (.+)$")
+_NO_REASON = "(no exception in its output)"
+
+
+def failure_reason(text: str) -> str:
+    """The broker's reason in a JVM's output: the first exception (``ConfigException:
+    Invalid value abc for configuration num.partitions: ...``) or ERROR/FATAL line, ahead
+    of the log4j INFO lines that precede it."""
+    lines = text.splitlines()
+    for line in lines:
+        m = _EXCEPTION.search(line)
+        if m and not line.lstrip().startswith("at "):
+            return f"{m.group(1)}: {m.group(2).strip()}"
+    for line in lines:
+        if " ERROR " in line or " FATAL " in line:
+            return line.strip()
+    return _NO_REASON

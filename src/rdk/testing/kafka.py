@@ -111,7 +111,7 @@ class KafkaCluster(EmbeddedBroker):
     Raises:
         TypeError: An argument of the wrong type (``listeners`` given as one str included).
         ValueError: ``num_brokers`` out of range, an unknown listener, a malformed version or
-            SASL user.
+            SASL user, ``sasl_users`` without a SASL listener.
         rdk.RdkError: No jars or no ``java``, no ``openssl`` for SSL listeners, or the
             cluster did not start (with the nodes' log tails).
     """
@@ -133,6 +133,10 @@ class KafkaCluster(EmbeddedBroker):
         self.listeners = check_listeners(listeners)
         """The listeners offered, ``"PLAINTEXT"`` first."""
         self.sasl_users = check_users(sasl_users)
+        if self.sasl_users and not any(name.startswith("SASL_") for name in self.listeners):
+            raise ValueError("sasl_users needs a SASL listener: add \"SASL_PLAINTEXT\" or "
+                             "\"SASL_SSL\" to listeners= (this cluster would offer "
+                             f"{', '.join(self.listeners)}, where no user can log in)")
         """``{name: password}`` of the SASL users."""
         self.config = _check_config(config)
         """The broker properties given as ``config``."""
@@ -170,6 +174,15 @@ class KafkaCluster(EmbeddedBroker):
         """``host:port,...`` of every node's PLAINTEXT listener."""
 
     # -- public API ------------------------------------------------------------------------
+    def __enter__(self) -> KafkaCluster:
+        self._check_open()
+        return self
+
+    def _check_open(self) -> None:
+        """RdkError at once after ``close()``: no call waits for nodes that are gone."""
+        if not self._finalizer.alive:
+            raise RdkError(f"{self!r} is closed")
+
     def bootstrap_servers_for(self, listener: str) -> str:
         """``host:port,...`` of every node's ``listener`` ("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
         "SASL_SSL"); ValueError naming it if it was not asked for in ``listeners=``.
@@ -183,14 +196,14 @@ class KafkaCluster(EmbeddedBroker):
         Raises:
             ValueError: The listener was not asked for.
         """
+        self._check_open()
         if listener not in self.listeners:
             raise ValueError(f"listener {listener!r} was not requested: this cluster has "
                              f"{', '.join(self.listeners)} (KafkaCluster(listeners=...))")
         return self._nodes.addresses(listener)
 
     def _node(self, node_id: int) -> ServerProcess:
-        if not self._finalizer.alive:
-            raise RdkError("KafkaCluster is closed")
+        self._check_open()
         return self._nodes.node(node_id)
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
@@ -215,6 +228,7 @@ class KafkaCluster(EmbeddedBroker):
         check_topic_name(name)
         check_int(partitions, "partitions", minimum=1, maximum=2**31 - 1)
         check_int(replication_factor, "replication_factor", minimum=1, maximum=self.num_brokers)
+        self._check_open()
         with Admin(self.bootstrap_servers) as admin:
             admin.create_topics([(name, partitions, replication_factor, dict(config or {}))], exist_ok=True)
         deadline = time.monotonic() + 30.0
@@ -245,6 +259,7 @@ class KafkaCluster(EmbeddedBroker):
         """
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
+        self._check_open()
         client = _binding.Client("producer", {"bootstrap.servers": self.bootstrap_servers, "log_level": 0,
                                               "allow.auto.create.topics": False}, on_error=lambda e: None)
         try:
@@ -329,21 +344,28 @@ class KafkaCluster(EmbeddedBroker):
 
         Raises:
             ValueError: No such node.
-            rdk.RdkError: The cluster is closed.
+            rdk.RdkError: The cluster is closed, or the node is not running (killed).
         """
-        self._node(node_id).pause()
+        node = self._node(node_id)
+        if not node.running:
+            raise RdkError(f"node {node_id} is not running: restart({node_id}) starts it")
+        node.pause()
 
     def resume(self, node_id: int) -> None:
-        """SIGCONT a paused node.
+        """SIGCONT a paused node (a running node that is not paused is left as it is).
 
         Args:
             node_id: The paused node, by its id: 1..num_brokers.
 
         Raises:
             ValueError: No such node.
-            rdk.RdkError: The cluster is closed.
+            rdk.RdkError: The cluster is closed, or the node is not running (killed:
+                ``restart(node_id)`` starts it), as ``pause()`` says too.
         """
-        self._node(node_id).resume()
+        node = self._node(node_id)
+        if not node.running:
+            raise RdkError(f"node {node_id} is not running: restart({node_id}) starts it")
+        node.resume()
 
     def close(self) -> None:
         """Kill every node and remove the cluster's data; idempotent (also at interpreter exit)."""
