@@ -16,18 +16,21 @@ with the built-in Kafka connector's option names and schema. Needs ``pip install
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
-from .reader import DataLossError
-from .source import NAME, KafkaDataSource, kafka_schema
-from .stream import offsets_behind_latest
-from .writer import DeliveryError
+
+if TYPE_CHECKING:  # what type checkers and the docs see; at run time, loaded on first use
+    from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
+    from .reader import DataLossError
+    from .source import NAME, KafkaDataSource, kafka_schema
+    from .stream import offsets_behind_latest
+    from .writer import DeliveryError
 
 __all__ = [
     "NAME",
@@ -45,6 +48,35 @@ __all__ = [
 
 log = logging.getLogger("rdk.spark")
 
+# Public name -> its module. Loaded on first use (PEP 562): a Python worker that unpickles a
+# reader imports rdk.spark.reader and what it needs, never the writer, the driver's source
+# class or pyspark's pandas conversions.
+_LAZY = {
+    "NAME": ".source",
+    "KafkaDataSource": ".source",
+    "kafka_schema": ".source",
+    "DataLossError": ".reader",
+    "DeliveryError": ".writer",
+    "ReadOptions": ".options",
+    "WriteOptions": ".options",
+    "parse_read_options": ".options",
+    "parse_write_options": ".options",
+    "offsets_behind_latest": ".stream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rdk.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
 _registered: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -61,6 +93,8 @@ def register(spark: Any) -> None:
     if spark in _registered:
         return
     _use_this_interpreter_locally(spark)
+    from .source import KafkaDataSource
+
     _explain_save_mode_errors(_writer_class(spark))
     spark.dataSource.register(KafkaDataSource)
     _registered.add(spark)
@@ -96,7 +130,7 @@ def _explain_save_mode_errors(writer: Any) -> None:
             return original(self, *args, **kwargs)
         except Exception as e:
             text = str(e)
-            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in text and f'"{NAME}"' in text:
+            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in text and '"rdkafka"' in text:
                 raise ConfigError(f"{SAVE_MODE_HELP} (Spark said: {text})") from e
             raise
 
