@@ -3,7 +3,8 @@
 Columns as in the built-in sink: ``value`` (required, binary or string), ``key`` (binary or
 string), ``topic`` (string; the ``topic`` option, when set, wins), ``partition`` (int; null
 lets the balancer choose: murmur2, the Java client's, as the built-in sink does) and
-``headers`` (array<struct<key:string,value:binary>>). Each task sends Arrow batches as they
+``headers`` (array<struct<key:string,value:binary>>). Each task takes the Python worker's
+cached producer for its configuration (``rdk.spark._cache``), sends Arrow batches as they
 come and waits for every delivery before it returns its commit message; a failed delivery
 fails the task, so nothing is lost silently (Kafka sinks are at-least-once: a retried task
 may write some rows twice).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -34,6 +35,7 @@ from pyspark.sql.types import (
 
 from ..errors import ConfigError, KafkaError, RdkError
 from ..message import Message
+from ._cache import PRODUCERS
 from .options import WriteOptions, split_properties
 
 __all__ = [
@@ -95,19 +97,29 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
     return batch.column(i) if i >= 0 else None
 
 
-class _TaskProducer:
-    """One task's producer: send batches, then wait for every delivery report."""
+def producer_config(opts: WriteOptions) -> tuple[Hashable, Callable[[], Any]]:
+    """(cache key, factory) of the producer a task of ``opts`` writes with."""
+    driver, topic = split_properties(opts.kafka)
+    bootstrap = driver.pop("bootstrap.servers")
+    # kafka.partitioner chooses; else murmur2 like the JVM sink
+    balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
+    key = (bootstrap, balancer, tuple(sorted(driver.items())), tuple(sorted(topic.items())))
 
-    def __init__(self, opts: WriteOptions) -> None:
+    def make() -> Any:
         from ..producer import Producer
 
-        driver, topic = split_properties(opts.kafka)
-        driver.pop("bootstrap.servers")
-        # kafka.partitioner chooses; else murmur2 like the JVM sink
-        balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
+        return Producer(bootstrap, driver_options=driver, topic_options=topic,
+                        balancer=balancer, on_queue_full="block")
+
+    return key, make
+
+
+class _TaskProducer:
+    """One task's use of a producer: send batches, then wait for every delivery report."""
+
+    def __init__(self, opts: WriteOptions, producer: Any) -> None:
         self.opts = opts
-        self.producer = Producer(opts.kafka["bootstrap.servers"], driver_options=driver,
-                                 topic_options=topic, balancer=balancer, on_queue_full="block")
+        self.producer = producer
         self._lock = threading.Lock()
         self.failures: list[tuple[Message, KafkaError]] = []
         self.sent = 0
@@ -162,27 +174,18 @@ class _TaskProducer:
 
     def finish(self) -> int:
         """Wait for every delivery; raise DeliveryError if any row failed. Returns rows."""
-        try:
-            timeout = int(self.opts.kafka.get("message.timeout.ms",
-                                              self.opts.kafka.get("delivery.timeout.ms", 300000)))
-            left = self.producer.flush(timeout / 1000 + 30)
-        finally:
-            stranded = self.producer.stop(5.0)
+        timeout = int(self.opts.kafka.get("message.timeout.ms",
+                                          self.opts.kafka.get("delivery.timeout.ms", 300000)))
+        left = self.producer.flush(timeout / 1000 + 30)
         with self._lock:
             failures = list(self.failures)
-        if failures or left or stranded:
+        if failures or left:
             first = failures[0][1] if failures else None
             raise DeliveryError(
                 f"rdkafka sink: {len(failures) + left.queued} of {self.sent} rows were not delivered"
                 + (f"; first error: {first}" if first is not None else "")
                 + "; the task fails so Spark can retry it")
         return self.sent
-
-    def abandon(self) -> None:
-        try:
-            self.producer.stop(0)
-        except Exception:  # pragma: no cover - already failing
-            log.exception("rdkafka sink: closing the producer")
 
 
 def _send_order(topics: list[str | None], parts: list[int | None]
@@ -220,14 +223,14 @@ def _null_and_explicit(topics: list[str | None], parts: list[int | None]
 
 
 def write_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-    task = _TaskProducer(opts)
-    try:
+    key, make = producer_config(opts)
+    # the worker's cached producer (rdk.spark._cache): given back once every row of this task
+    # is delivered; a task that fails closes it (what is still queued is purged)
+    with PRODUCERS.lease(key, make) as producer:
+        task = _TaskProducer(opts, producer)
         for batch in batches:
             task.send_batch(batch)
-    except BaseException:
-        task.abandon()
-        raise
-    return KafkaCommitMessage(task.finish())
+        return KafkaCommitMessage(task.finish())
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):
