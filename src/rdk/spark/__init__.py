@@ -9,7 +9,8 @@ df = (spark.read.format("rdkafka")
       .load())
 ```
 
-Batch and Structured Streaming reads, batch (``.mode("append")``) and streaming writes,
+Batch and Structured Streaming reads, batch (``save()`` in the default mode or
+``.mode("append")``, as ``format("kafka")``) and streaming writes,
 with the built-in Kafka connector's option names and schema. Needs ``pip install rdk[spark]``
 (pyspark >= 4.2 for ``maxOffsetsPerTrigger``, pyarrow) on the driver and the executors.
 """
@@ -101,10 +102,8 @@ def register(spark: Any) -> None:
 
 
 SAVE_MODE_HELP = (
-    "rdkafka sink: batch writes need .mode(\"append\"), e.g. "
-    "df.write.format(\"rdkafka\").mode(\"append\").option(\"topic\", ...).save(). "
-    "Spark refuses its default save mode (ErrorIfExists) for every Python data source, and "
-    "a Kafka topic can only be appended to.")
+    "rdkafka sink: a Kafka topic can only be appended to: write with the default save mode or "
+    ".mode(\"append\"), e.g. df.write.format(\"rdkafka\").option(\"topic\", ...).save()")
 
 
 def _writer_class(spark: Any) -> Any:
@@ -119,20 +118,32 @@ def _writer_class(spark: Any) -> Any:
 
 
 def _explain_save_mode_errors(writer: Any) -> None:
-    """Wrap DataFrameWriter.save once, so Spark's refusal of the default save mode for
-    format("rdkafka") tells the user what to do (other errors pass through untouched)."""
+    """Wrap DataFrameWriter.save once, for format("kafka")'s save modes in format("rdkafka").
+
+    Spark refuses its default save mode (ErrorIfExists) for every Python data source before
+    anything is written; Spark's Kafka sink takes it as append (a topic always exists to be
+    appended to). So when Spark refuses ErrorIfExists for rdkafka, the write is made again in
+    append mode; the refusal of any other mode (ignore) says what to do. Other errors pass
+    through untouched."""
     original = writer.save
     if getattr(original, "_rdk_wrapped", False):
         return
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
+    def save(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
             return original(self, *args, **kwargs)
         except Exception as e:
             text = str(e)
-            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in text and '"rdkafka"' in text:
+            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" not in text or '"rdkafka"' not in text:
+                raise
+            if "errorifexists" not in text.lower():
                 raise ConfigError(f"{SAVE_MODE_HELP} (Spark said: {text})") from e
-            raise
+        # save(path, format, mode, partitionBy, **options): its mode, if given, is replaced
+        if len(args) > 2:
+            args = (*args[:2], "append", *args[3:])
+        else:
+            kwargs["mode"] = "append"
+        return original(self, *args, **kwargs)
 
     save._rdk_wrapped = True  # type: ignore[attr-defined]
     save.__doc__ = original.__doc__
