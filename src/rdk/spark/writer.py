@@ -12,6 +12,7 @@ may write some rows twice).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterator
@@ -20,6 +21,7 @@ from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -35,6 +37,7 @@ from pyspark.sql.types import (
 
 from ..errors import ConfigError, KafkaError, RdkError
 from ..message import Message
+from ..producer._arrow import ArrowRows
 from ._cache import PRODUCERS
 from .options import WriteOptions, split_properties
 
@@ -124,6 +127,8 @@ class _TaskProducer:
         self.failures: list[tuple[Message, KafkaError]] = []
         self.sent = 0
         self.delivered = 0
+        self.rows = 0  # rows of the task's batches so far
+        self.failed_rows: list[int] = []  # task row numbers of failed messages (Arrow path)
 
     def _on_delivery(self, delivered: int, failures: list) -> None:
         with self._lock:
@@ -137,6 +142,11 @@ class _TaskProducer:
         value_col = _column(batch, "value")
         if value_col is None:  # check_write_schema saw it, but not spelt "value" exactly
             raise ConfigError("rdkafka sink: the DataFrame needs a column named 'value'")
+        base = self.rows
+        self.rows += n
+        if (self.opts.topic is not None or _column(batch, "topic") is None) \
+                and self._send_arrow(batch, value_col, base):
+            return
         values = value_col.to_pylist()
         key_col = _column(batch, "key")
         keys = key_col.to_pylist() if key_col is not None and key_col.null_count < n else None
@@ -162,11 +172,44 @@ class _TaskProducer:
         for topic, partition, rows in _send_order(topics, parts):
             self._send(topic, partition, [payloads[i] for i in rows])
 
-    def _send(self, topic: str | None, partition: int | None, payloads: list) -> None:
+    def _send_arrow(self, batch: pa.RecordBatch, value_col: pa.Array, base: int) -> bool:
+        """Send the batch's columns as they are (ArrowRows: their buffers go to one C call
+        per partition, no Python object per row). False when the rows of one topic mix
+        explicit and null partitions: the row path keeps their runs in order."""
+        n = batch.num_rows
+        part_col = _column(batch, "partition")
+        groups: list[tuple[int | None, pa.Array | None]]
+        if part_col is None or part_col.null_count == n:
+            groups = [(None, None)]
+        elif part_col.null_count == 0:  # rows per partition, in the DataFrame's order
+            groups = [(p, pc.indices_nonzero(pc.equal(part_col, p)))
+                      for p in pc.unique(part_col).to_pylist()]
+        else:
+            return False
+        cols = (value_col, _column(batch, "key"), _column(batch, "headers"))
+        for part, rows in groups:
+            taken = cols if rows is None else tuple(
+                None if c is None else c.take(rows) for c in cols)
+            payloads = ArrowRows(*taken)
+            on_delivery = functools.partial(self._on_arrow_delivery, payloads, rows, base)
+            self._send(self.opts.topic, part, payloads, on_delivery)
+        return True
+
+    def _on_arrow_delivery(self, payloads: ArrowRows, rows: pa.Array | None, base: int,
+                           delivered: int, failures: list) -> None:
+        """Failures of an ArrowRows send, with the task's row number of each."""
+        at = [base + (i if rows is None else rows[i].as_py()) for i in payloads.failed_rows]
+        with self._lock:
+            self.failed_rows.extend(at)
+        self._on_delivery(delivered, failures)
+
+    def _send(self, topic: str | None, partition: int | None, payloads: list | ArrowRows,
+              on_delivery: Callable[[int, list], Any] | None = None) -> None:
         if topic is None:
             raise ConfigError("rdkafka sink: a row has a null 'topic' and no 'topic' option "
                               "is set")
-        result = self.producer.send(topic, partition, payloads, on_delivery=self._on_delivery)
+        result = self.producer.send(topic, partition, payloads,
+                                    on_delivery=on_delivery or self._on_delivery)
         self.sent += len(payloads)
         if result.enqueued < len(payloads):
             log.debug("rdkafka sink: %d of %d enqueued; the rest are reported as failed",
@@ -179,11 +222,14 @@ class _TaskProducer:
         left = self.producer.flush(timeout / 1000 + 30)
         with self._lock:
             failures = list(self.failures)
+            failed_rows = sorted(self.failed_rows)
         if failures or left:
             first = failures[0][1] if failures else None
             raise DeliveryError(
                 f"rdkafka sink: {len(failures) + left.queued} of {self.sent} rows were not delivered"
                 + (f"; first error: {first}" if first is not None else "")
+                + (f"; first failed row: {failed_rows[0]} (rows of this task count from 0)"
+                   if failed_rows else "")
                 + "; the task fails so Spark can retry it")
         return self.sent
 
