@@ -15,6 +15,9 @@ Scenarios (``--scenarios``, a comma list; default ``count,groupby``, as before):
   from ``--max-offsets-per-trigger``) into the ``noop`` sink with ``Trigger.AvailableNow``,
   timed from ``start()`` to the query's end, a fresh checkpoint directory per run, checked by
   the progress reports' ``numInputRows``;
+- ``stream20``: the same stream in 20 micro-batches (``maxOffsetsPerTrigger`` =
+  messages / 20); with ``stream`` it gives each contender's fixed cost of one micro-batch,
+  ``per_micro_batch_s`` in the results: (stream20 - stream) / (20 - stream's micro-batches);
 - ``sink``: ``df.write`` of ``--sink-messages`` rows (default ``--messages``; key and value
   of the ceiling's rows, built once and cached) to a fresh topic, checked afterwards by the
   topic's watermarks (the run fails when the topic does not hold exactly that many messages).
@@ -59,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shlex
@@ -92,7 +96,8 @@ from spark_pipeline import ship_rdk, unpack_for_driver  # noqa: E402
 PARTITIONS = 4
 VALUE_SIZE = 100  # the default of --value-size
 KEYS = 10_000
-SCENARIOS = ("count", "groupby", "parquet", "stream", "sink")
+SCENARIOS = ("count", "groupby", "parquet", "stream", "stream20", "sink")
+STREAM20_BATCHES = 20  # micro-batches of the stream20 scenario
 PARQUET_COLUMNS = ["value", "key", "topic", "partition", "offset", "timestamp"]
 
 
@@ -319,27 +324,34 @@ class Scenarios:
         self._sink_input = None
 
     # DataFrames
-    def kafka_df(self, fmt: str, stream: bool = False):
+    def kafka_df(self, fmt: str, stream: bool = False, per_trigger: int | None = None):
         r = self.spark.readStream if stream else self.spark.read
         r = (r.format(fmt).option("kafka.bootstrap.servers", self.bootstrap)
              .option("subscribe", self.topic))
         if stream:
             r = (r.option("startingOffsets", "earliest")
-                 .option("maxOffsetsPerTrigger", self.args.max_offsets_per_trigger))
+                 .option("maxOffsetsPerTrigger", per_trigger or self.args.max_offsets_per_trigger))
         return r.load()
 
-    def ceiling_df(self, stream: bool = False, rows: int | None = None):
+    def ceiling_df(self, stream: bool = False, rows: int | None = None,
+                   per_trigger: int | None = None):
         r = self.spark.readStream if stream else self.spark.read
         r = (r.format("arrow_ceiling").option("rows", rows or self.args.messages)
              .option("partitions", PARTITIONS).option("value_size", self.args.value_size))
         if stream:
-            r = r.option("maxOffsetsPerTrigger", self.args.max_offsets_per_trigger)
+            r = r.option("maxOffsetsPerTrigger", per_trigger or self.args.max_offsets_per_trigger)
         return r.load()
 
-    def make(self, name: str, stream: bool = False):
+    def make(self, name: str, stream: bool = False, per_trigger: int | None = None):
         if name == "ceiling":
-            return self.ceiling_df(stream)
-        return self.kafka_df("rdkafka" if name == "rdk" else "kafka", stream)
+            return self.ceiling_df(stream, per_trigger=per_trigger)
+        return self.kafka_df("rdkafka" if name == "rdk" else "kafka", stream, per_trigger)
+
+    def micro_batches(self, scenario: str) -> int:
+        """How many micro-batches a stream scenario reads the topic in."""
+        if scenario == "stream20":
+            return STREAM20_BATCHES
+        return math.ceil(self.args.messages / self.args.max_offsets_per_trigger)
 
     def contenders(self, scenario: str) -> list[str]:
         return ["ceiling", "rdk"] + (["jvm"] if self.jvm else [])
@@ -372,10 +384,16 @@ class Scenarios:
         assert n == self.args.messages, (name, n)
         return t
 
-    def run_stream(self, name: str) -> float:
+    def run_stream20(self, name: str) -> float:
+        """The stream scenario in 20 micro-batches: with ``stream``, the fixed cost of one
+        micro-batch (``per_micro_batch`` in the results)."""
+        return self.run_stream(name, math.ceil(self.args.messages / STREAM20_BATCHES))
+
+    def run_stream(self, name: str, per_trigger: int | None = None) -> float:
         checkpoint = tempfile.mkdtemp(prefix=f"checkpoint-{name}-", dir=self.workdir)
         try:
-            writer = (self.make(name, stream=True).writeStream.format("noop")
+            writer = (self.make(name, stream=True, per_trigger=per_trigger)
+                      .writeStream.format("noop")
                       .option("checkpointLocation", checkpoint).trigger(availableNow=True))
             start = time.perf_counter()
             query = writer.start()
@@ -505,6 +523,18 @@ def scenario_figures(times: dict[str, dict[str, list[float]]], sc: Scenarios,
         figures["ratios"] = ratios
         out[scenario] = figures
     return out
+
+
+def per_micro_batch(times: dict[str, dict[str, list[float]]], sc: Scenarios) -> dict[str, float]:
+    """Seconds one more micro-batch costs each contender reading the same rows: the
+    difference of the 20-micro-batch and the ``stream`` medians over the difference of their
+    micro-batch counts (the rows, hence the per-row work, are the same in both)."""
+    extra = sc.micro_batches("stream20") - sc.micro_batches("stream")
+    if extra <= 0:
+        return {}
+    return {name: (statistics.median(times["stream20"][name])
+                   - statistics.median(times["stream"][name])) / extra
+            for name in times["stream20"] if name in times["stream"]}
 
 
 def legacy_results(times: dict, naive: dict | None) -> dict[str, dict[str, float]]:
@@ -743,7 +773,12 @@ def run_contenders(spark, bootstrap: str, topic: str, args: argparse.Namespace, 
         sc._sink_input.unpersist()
     scen = scenario_figures(times, sc, args, naive_r)
     report(scen, args)
-    return legacy_results(times, naive_r), scen
+    results = legacy_results(times, naive_r)
+    if "stream" in times and "stream20" in times:  # the fixed cost of one micro-batch
+        for name, seconds in per_micro_batch(times, sc).items():
+            results[name]["per_micro_batch_s"] = seconds
+            print(f"per micro-batch  {name:8} {seconds * 1000:8.0f} ms", flush=True)
+    return results, scen
 
 
 if __name__ == "__main__":

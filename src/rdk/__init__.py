@@ -2,16 +2,18 @@
 
 kafka-native's Producer and Consumer (offset files, pause/resume, worker slots,
 stats), an Admin, embedded brokers for tests, and a PySpark data source.
+
+``import rdk`` loads no client: each public name below is imported from its module on
+first use (PEP 562 ``__getattr__``), so a process that only needs one part (a Spark
+Python worker reading with ``rdk.spark.reader``, a CLI call) pays for that part only.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ._binding import features, librdkafka_version
 from ._exit import exit_timeout, set_exit_timeout
-from .admin import Admin
-from .consumer import Batch, Consumer
 from .errors import (
     ClosedError,
     ConfigError,
@@ -22,12 +24,18 @@ from .errors import (
     RdkError,
     TransactionError,
 )
-from .message import Message
-from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
-from .producer import FlushResult, Producer, SendResult
-from .share import ShareBatch, ShareConsumer, ShareMessage, ShareStats
-from .stats import ConsumerStats, PartitionStats
-from .transactions import GroupMetadata, TransactionalOffsetStore
+
+if TYPE_CHECKING:  # what type checkers and the docs see; at run time, loaded on first use
+    from . import aio
+    from ._binding import features, librdkafka_version
+    from .admin import Admin
+    from .consumer import Batch, Consumer
+    from .message import Message
+    from .offsets import BrokerOffsetStore, FileOffsetStore, OffsetStore
+    from .producer import FlushResult, Producer, SendResult
+    from .share import ShareBatch, ShareConsumer, ShareMessage, ShareStats
+    from .stats import ConsumerStats, PartitionStats
+    from .transactions import GroupMetadata, TransactionalOffsetStore
 
 __version__ = "0.1.0"
 """rdk's version."""
@@ -67,10 +75,41 @@ __all__ = [
     "set_exit_timeout",
 ]
 
+# public name -> the module (relative to rdk) it is loaded from on first use
+_LAZY = {
+    "Admin": ".admin",
+    "Batch": ".consumer",
+    "Consumer": ".consumer",
+    "BrokerOffsetStore": ".offsets",
+    "FileOffsetStore": ".offsets",
+    "OffsetStore": ".offsets",
+    "ConsumerStats": ".stats",
+    "PartitionStats": ".stats",
+    "FlushResult": ".producer",
+    "Producer": ".producer",
+    "SendResult": ".producer",
+    "GroupMetadata": ".transactions",
+    "TransactionalOffsetStore": ".transactions",
+    "Message": ".message",
+    "ShareBatch": ".share",
+    "ShareConsumer": ".share",
+    "ShareMessage": ".share",
+    "ShareStats": ".share",
+    "features": "._binding",
+    "librdkafka_version": "._binding",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "aio":  # rdk.aio imports asyncio: load it on first use only
-        import importlib
+    if name == "aio":
+        value: Any = importlib.import_module(".aio", __name__)
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    else:
+        raise AttributeError(f"module 'rdk' has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return importlib.import_module(".aio", __name__)
-    raise AttributeError(f"module 'rdk' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -283,6 +283,31 @@ def stream_rows(spark, fmt: str, bootstrap: str, checkpoint, **options) -> tuple
     return df.schema, rows_of(spark.table(name)), sizes
 
 
+def test_save_modes_write_or_refuse_as_the_built_in_sink(spark, kafka_cluster, new_topic):
+    """df.write.format(...).save() with each save mode (none: Spark's default), as a user
+    copies it from Spark's Kafka guide: both sinks write, or both refuse."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    df = spark.createDataFrame([(b"v",)], "value binary").coalesce(1)
+    outcome: dict[str, dict[str | None, str]] = {}
+    for fmt in FORMATS:
+        topic = new_topic(kafka_cluster, 1, prefix=f"modes-{fmt}")
+        for mode in (None, "error", "errorifexists", "append", "ignore", "overwrite"):
+            w = df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap) \
+                .option("topic", topic)
+            if mode is not None:
+                w = w.mode(mode)
+            before = rows_of(load(spark, fmt, bootstrap, subscribe=topic))
+            try:
+                w.save()
+                result = "wrote"
+            except Exception:  # which modes refuse is what is compared
+                result = "refused"
+            after = rows_of(load(spark, fmt, bootstrap, subscribe=topic))
+            outcome.setdefault(fmt, {})[mode] = f"{result} {len(after) - len(before)}"
+    assert outcome["rdkafka"] == outcome["kafka"], outcome
+    assert outcome["kafka"][None] == "wrote 1"
+
+
 def test_deleted_records_and_fail_on_data_loss(spark, kafka_cluster, new_topic, tmp_path):
     """A topic whose first records were deleted (DeleteRecords: log start 4 and 7 of 10), read
     from offsets below its log start: with failOnDataLoss=true both formats fail (batch and an

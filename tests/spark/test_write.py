@@ -61,12 +61,17 @@ def test_string_columns_and_a_topic_column_route_each_row(mock_broker, new_topic
     assert all(len(parts) == 1 for parts in by_key.values())
 
 
-def test_batch_write_needs_append_mode_and_says_so(mock_broker, spark):
+def test_the_default_save_mode_appends_and_ignore_or_overwrite_are_refused(
+        mock_broker, new_topic, spark, kafka_reader):
+    topic = new_topic(mock_broker, 1)
     df = spark.createDataFrame([(b"v",)], "value binary")
-    with pytest.raises(ValueError, match=r'batch writes need \.mode\("append"\)'):
-        writer(df, mock_broker, topic="t").save()
+    writer(df, mock_broker, topic=topic).save()  # as format("kafka"): no .mode() needed
+    writer(df, mock_broker, topic=topic).mode("error").save()
+    assert kafka_reader(mock_broker, subscribe=topic).load().count() == 2
+    with pytest.raises(ValueError, match=r'write with the default save mode or \.mode\("append"\)'):
+        writer(df, mock_broker, topic=topic).mode("ignore").save()
     with pytest.raises(Exception, match=r"only be appended to; use .*mode\('append'\)"):
-        writer(df, mock_broker, topic="t").mode("overwrite").save()
+        writer(df, mock_broker, topic=topic).mode("overwrite").save()
 
 
 def test_bad_columns_are_refused_before_writing(mock_broker, spark):

@@ -20,6 +20,7 @@ from .. import _binding
 from .._binding import ERROR_CODES, ffi
 from ..errors import KafkaError
 from ..message import Message
+from ._arrow import ArrowRows
 from ._types import DeliveryReportInfo
 
 log = logging.getLogger("rdk")
@@ -47,10 +48,12 @@ class SendState:
 
     def message(self, index: int, partition: int | None = None) -> Message:
         """Message ``index`` of the call as an rdk.Message with its topic and partition."""
-        item = self.payloads[index]  # type: ignore[index]  # only called when payloads are kept
         topic = self.topic
         if partition is None or partition < 0:
             partition = self.partition
+        if isinstance(self.payloads, ArrowRows):  # rebuilt from its row, which is recorded
+            return self.payloads.message(index, topic, partition)
+        item = self.payloads[index]  # type: ignore[index]  # only called when payloads are kept
         if isinstance(item, Message):
             return tuple.__new__(Message, (item[0], item[1], item[2], item[3], topic, partition, None))
         if isinstance(item, tuple):

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._binding import ffi
 from ..message import Message
+from ._arrow import ArrowRows
 
 _EMPTY = ffi.new("char[1]")  # a non-NULL pointer for all-empty buffers
 _INT64_MAX = (1 << 63) - 1  # timestamps are int64 ms
@@ -26,6 +27,8 @@ _MAX_BUFFER = 1 << 31  # int32 lengths: larger sends take int64 offsets
 def layout(payloads: Sequence[Any], args: Any) -> list:
     """Validate every payload, then lay the list out in ``args`` (an ``rdk_produce_args``)
     for one rdk_produce_batch call. Returns the buffers ``args`` points into."""
+    if isinstance(payloads, ArrowRows):  # Arrow columns: their buffers as they are
+        return payloads.lay_out(args)
     args.n = len(payloads)
     keep: list = []
     if not payloads:

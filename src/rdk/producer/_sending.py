@@ -14,6 +14,7 @@ from .._binding import ffi, lib
 from ..errors import ClosedError, QueueFullError, TransactionError
 from ..validate import check_callable, check_timeout, check_topic_name
 from ._accounting import ERR_QUEUE_FULL, SendState
+from ._arrow import ArrowRows
 from ._config import ERR_STATE, INT32_MAX, MAX_TIMEOUT, UA
 from ._layout import layout, restrict
 from ._types import SendResult
@@ -105,7 +106,7 @@ class Sender:
             part = partition
         else:
             raise TypeError(f"partition must be an int or None, got {type(partition).__name__}")
-        if not isinstance(payloads, (list, tuple)):
+        if not isinstance(payloads, (list, tuple, ArrowRows)):
             raise TypeError(f"payloads must be a list, got {type(payloads).__name__}")
         if timeout is not None:
             check_timeout(timeout)

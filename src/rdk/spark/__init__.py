@@ -9,25 +9,29 @@ df = (spark.read.format("rdkafka")
       .load())
 ```
 
-Batch and Structured Streaming reads, batch (``.mode("append")``) and streaming writes,
+Batch and Structured Streaming reads, batch (``save()`` in the default mode or
+``.mode("append")``, as ``format("kafka")``) and streaming writes,
 with the built-in Kafka connector's option names and schema. Needs ``pip install rdk[spark]``
 (pyspark >= 4.2 for ``maxOffsetsPerTrigger``, pyarrow) on the driver and the executors.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
-from .reader import DataLossError
-from .source import NAME, KafkaDataSource, kafka_schema
-from .stream import offsets_behind_latest
-from .writer import DeliveryError
+
+if TYPE_CHECKING:  # what type checkers and the docs see; at run time, loaded on first use
+    from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
+    from .reader import DataLossError
+    from .source import NAME, KafkaDataSource, kafka_schema
+    from .stream import offsets_behind_latest
+    from .writer import DeliveryError
 
 __all__ = [
     "NAME",
@@ -45,6 +49,35 @@ __all__ = [
 
 log = logging.getLogger("rdk.spark")
 
+# Public name -> its module. Loaded on first use (PEP 562): a Python worker that unpickles a
+# reader imports rdk.spark.reader and what it needs, never the writer, the driver's source
+# class or pyspark's pandas conversions.
+_LAZY = {
+    "NAME": ".source",
+    "KafkaDataSource": ".source",
+    "kafka_schema": ".source",
+    "DataLossError": ".reader",
+    "DeliveryError": ".writer",
+    "ReadOptions": ".options",
+    "WriteOptions": ".options",
+    "parse_read_options": ".options",
+    "parse_write_options": ".options",
+    "offsets_behind_latest": ".stream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rdk.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
 _registered: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -61,16 +94,16 @@ def register(spark: Any) -> None:
     if spark in _registered:
         return
     _use_this_interpreter_locally(spark)
+    from .source import KafkaDataSource
+
     _explain_save_mode_errors(_writer_class(spark))
     spark.dataSource.register(KafkaDataSource)
     _registered.add(spark)
 
 
 SAVE_MODE_HELP = (
-    "rdkafka sink: batch writes need .mode(\"append\"), e.g. "
-    "df.write.format(\"rdkafka\").mode(\"append\").option(\"topic\", ...).save(). "
-    "Spark refuses its default save mode (ErrorIfExists) for every Python data source, and "
-    "a Kafka topic can only be appended to.")
+    "rdkafka sink: a Kafka topic can only be appended to: write with the default save mode or "
+    ".mode(\"append\"), e.g. df.write.format(\"rdkafka\").option(\"topic\", ...).save()")
 
 
 def _writer_class(spark: Any) -> Any:
@@ -85,20 +118,32 @@ def _writer_class(spark: Any) -> Any:
 
 
 def _explain_save_mode_errors(writer: Any) -> None:
-    """Wrap DataFrameWriter.save once, so Spark's refusal of the default save mode for
-    format("rdkafka") tells the user what to do (other errors pass through untouched)."""
+    """Wrap DataFrameWriter.save once, for format("kafka")'s save modes in format("rdkafka").
+
+    Spark refuses its default save mode (ErrorIfExists) for every Python data source before
+    anything is written; Spark's Kafka sink takes it as append (a topic always exists to be
+    appended to). So when Spark refuses ErrorIfExists for rdkafka, the write is made again in
+    append mode; the refusal of any other mode (ignore) says what to do. Other errors pass
+    through untouched."""
     original = writer.save
     if getattr(original, "_rdk_wrapped", False):
         return
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
+    def save(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
             return original(self, *args, **kwargs)
         except Exception as e:
             text = str(e)
-            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in text and f'"{NAME}"' in text:
+            if "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" not in text or '"rdkafka"' not in text:
+                raise
+            if "errorifexists" not in text.lower():
                 raise ConfigError(f"{SAVE_MODE_HELP} (Spark said: {text})") from e
-            raise
+        # save(path, format, mode, partitionBy, **options): its mode, if given, is replaced
+        if len(args) > 2:
+            args = (*args[:2], "append", *args[3:])
+        else:
+            kwargs["mode"] = "append"
+        return original(self, *args, **kwargs)
 
     save._rdk_wrapped = True  # type: ignore[attr-defined]
     save.__doc__ = original.__doc__

@@ -97,7 +97,7 @@ def write_exactly_once(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) ->
     """Write this task's rows of the current micro-batch in one transaction, unless that
     micro-batch committed already. Returns the number of rows written (0 when skipped)."""
     from ..transactions import GroupMetadata
-    from .writer import _TaskProducer
+    from .writer import _TaskProducer, producer_config
 
     query_id, batch_id, partition = task_identity()
     name = transactional_name(opts, query_id, partition)
@@ -107,8 +107,9 @@ def write_exactly_once(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) ->
         return 0  # nothing to write; the marker may stay behind (a re-run writes nothing too)
     marker_topic = _marker_topic(opts, first)
     timeout = _timeout(opts)
-    task = _TaskProducer(opts, transactional_id=name)
-    producer = task.producer
+    _, make = producer_config(opts, transactional_id=name)
+    producer = make()  # never cached: its transactional id belongs to this task only
+    task = _TaskProducer(opts, producer)
     in_transaction = False
     try:
         producer.init_transactions(timeout)  # fences earlier attempts, ends their transaction
@@ -137,7 +138,7 @@ def write_exactly_once(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) ->
             except Exception:  # the task fails anyway; the next attempt's init aborts it
                 log.debug("rdkafka sink: aborting the transaction of %s failed", name,
                           exc_info=True)
-        task.abandon()
+        producer.stop(0)
         raise
     producer.stop(5.0)
     return task.sent

@@ -1,6 +1,7 @@
 """Batch reading, and the executor side shared with streaming: ``read_range``.
 
-Each Spark task reads one ``OffsetRange`` with its own librdkafka handle: the legacy
+Each Spark task reads one ``OffsetRange`` with a librdkafka handle leased from the Python
+worker's client cache (``rdk.spark._cache``: kept between tasks and micro-batches): the legacy
 consumer starts the partition at an explicit offset, one C call per batch copies up to
 ``FETCH_BATCH`` messages into contiguous buffers, and ``rdk.arrow`` wraps them in a
 ``pyarrow.RecordBatch`` without touching single rows in Python.
@@ -23,6 +24,7 @@ from .._fetch import Fetcher
 from .._partitions import PARTITION_EOF, batch_errors, error_text, query_watermarks
 from ..arrow import error_mask, record_batch
 from ..errors import ConfigError, KafkaError, RdkError
+from ._cache import CONSUMERS
 from .options import ReadOptions, split_properties
 from .planner import OffsetRange, Planner, split_ranges
 
@@ -83,28 +85,31 @@ def read_range(opts: ReadOptions, r: InputPartition) -> Iterator[pa.RecordBatch]
     """
     if not isinstance(r, OffsetRange) or r.start >= r.end:
         return
-    reader = _RangeReader(opts, r)
-    try:
-        yield from reader.batches()
-    finally:
-        reader.close()
+    glob, topic = consumer_properties(opts)
+    key = (tuple(sorted(glob.items())), tuple(sorted(topic.items())))
+    # the worker's cached client for this configuration (rdk.spark._cache): given back when
+    # the range is read, closed if reading fails or the consumer of this generator stops early
+    with CONSUMERS.lease(key, lambda: _binding.Client("consumer", glob, topic)) as client:
+        reader = _RangeReader(opts, r, client)
+        try:
+            yield from reader.batches()
+        finally:
+            reader.close()
 
 
 class _RangeReader:
     """One task's own handle on one offset range: fetch, check for loss, convert to Arrow."""
 
-    def __init__(self, opts: ReadOptions, r: OffsetRange) -> None:
+    def __init__(self, opts: ReadOptions, r: OffsetRange, client: _binding.Client) -> None:
         self.opts = opts
         self.r = r
         self.name = f"{r.topic}-{r.partition}"
         self.timeout = min(opts.poll_timeout_ms, 30_000) / 1000  # of a watermark query
         self.pos = r.start  # the next offset to read
-        self.client = _binding.Client("consumer", *consumer_properties(opts))
-        try:
-            self.fetcher = Fetcher(self.client, r.topic, FETCH_BATCH)
-        except BaseException:
-            self.client.close()
-            raise
+        self.client = client
+        # a queue of its own on the (possibly reused) client: nothing fetched for an earlier
+        # task can reach this one
+        self.fetcher = Fetcher(client, r.topic, FETCH_BATCH)
         self.fetcher.batch.skip_headers = 0 if opts.include_headers else 1
 
     def batches(self) -> Iterator[pa.RecordBatch]:
@@ -210,7 +215,6 @@ class _RangeReader:
 
     def close(self) -> None:
         self.fetcher.close()
-        self.client.close()
 
 
 class KafkaBatchReader(DataSourceReader):

@@ -3,7 +3,8 @@
 Columns as in the built-in sink: ``value`` (required, binary or string), ``key`` (binary or
 string), ``topic`` (string; the ``topic`` option, when set, wins), ``partition`` (int; null
 lets the balancer choose: murmur2, the Java client's, as the built-in sink does) and
-``headers`` (array<struct<key:string,value:binary>>). Each task sends Arrow batches as they
+``headers`` (array<struct<key:string,value:binary>>). Each task takes the Python worker's
+cached producer for its configuration (``rdk.spark._cache``), sends Arrow batches as they
 come and waits for every delivery before it returns its commit message; a failed delivery
 fails the task, so nothing is lost silently (Kafka sinks are at-least-once: a retried task
 may write some rows twice).
@@ -11,14 +12,16 @@ may write some rows twice).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -34,6 +37,8 @@ from pyspark.sql.types import (
 
 from ..errors import ConfigError, KafkaError, RdkError
 from ..message import Message
+from ..producer._arrow import ArrowRows
+from ._cache import PRODUCERS
 from .options import WriteOptions, split_properties
 
 __all__ = [
@@ -95,24 +100,39 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
     return batch.column(i) if i >= 0 else None
 
 
-class _TaskProducer:
-    """One task's producer: send batches, then wait for every delivery report."""
+def producer_config(opts: WriteOptions, transactional_id: str | None = None
+                    ) -> tuple[Hashable, Callable[[], Any]]:
+    """(cache key, factory) of the producer a task of ``opts`` writes with (transactional
+    with ``transactional_id``: the exactly-once sink's, never cached)."""
+    driver, topic = split_properties(opts.kafka)
+    bootstrap = driver.pop("bootstrap.servers")
+    # kafka.partitioner chooses; else murmur2 like the JVM sink
+    balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
+    key = (bootstrap, balancer, tuple(sorted(driver.items())), tuple(sorted(topic.items())),
+           transactional_id)
 
-    def __init__(self, opts: WriteOptions, transactional_id: str | None = None) -> None:
+    def make() -> Any:
         from ..producer import Producer
 
-        driver, topic = split_properties(opts.kafka)
-        driver.pop("bootstrap.servers")
-        # kafka.partitioner chooses; else murmur2 like the JVM sink
-        balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
+        return Producer(bootstrap, driver_options=driver, topic_options=topic,
+                        balancer=balancer, on_queue_full="block",
+                        transactional_id=transactional_id)
+
+    return key, make
+
+
+class _TaskProducer:
+    """One task's use of a producer: send batches, then wait for every delivery report."""
+
+    def __init__(self, opts: WriteOptions, producer: Any) -> None:
         self.opts = opts
-        self.producer = Producer(opts.kafka["bootstrap.servers"], driver_options=driver,
-                                 topic_options=topic, balancer=balancer, on_queue_full="block",
-                                 transactional_id=transactional_id)
+        self.producer = producer
         self._lock = threading.Lock()
         self.failures: list[tuple[Message, KafkaError]] = []
         self.sent = 0
         self.delivered = 0
+        self.rows = 0  # rows of the task's batches so far
+        self.failed_rows: list[int] = []  # task row numbers of failed messages (Arrow path)
 
     def _on_delivery(self, delivered: int, failures: list) -> None:
         with self._lock:
@@ -126,6 +146,11 @@ class _TaskProducer:
         value_col = _column(batch, "value")
         if value_col is None:  # check_write_schema saw it, but not spelt "value" exactly
             raise ConfigError("rdkafka sink: the DataFrame needs a column named 'value'")
+        base = self.rows
+        self.rows += n
+        if (self.opts.topic is not None or _column(batch, "topic") is None) \
+                and self.opts.value_codec is None and self._send_arrow(batch, value_col, base):
+            return
         values = value_col.to_pylist()
         if self.opts.value_codec is not None:  # valueFormat=avro: rdk.spark.registry
             values = self.opts.value_codec.encode(self.opts.topic, values)
@@ -153,11 +178,44 @@ class _TaskProducer:
         for topic, partition, rows in _send_order(topics, parts):
             self._send(topic, partition, [payloads[i] for i in rows])
 
-    def _send(self, topic: str | None, partition: int | None, payloads: list) -> None:
+    def _send_arrow(self, batch: pa.RecordBatch, value_col: pa.Array, base: int) -> bool:
+        """Send the batch's columns as they are (ArrowRows: their buffers go to one C call
+        per partition, no Python object per row). False when the rows of one topic mix
+        explicit and null partitions: the row path keeps their runs in order."""
+        n = batch.num_rows
+        part_col = _column(batch, "partition")
+        groups: list[tuple[int | None, pa.Array | None]]
+        if part_col is None or part_col.null_count == n:
+            groups = [(None, None)]
+        elif part_col.null_count == 0:  # rows per partition, in the DataFrame's order
+            groups = [(p, pc.indices_nonzero(pc.equal(part_col, p)))
+                      for p in pc.unique(part_col).to_pylist()]
+        else:
+            return False
+        cols = (value_col, _column(batch, "key"), _column(batch, "headers"))
+        for part, rows in groups:
+            taken = cols if rows is None else tuple(
+                None if c is None else c.take(rows) for c in cols)
+            payloads = ArrowRows(*taken)
+            on_delivery = functools.partial(self._on_arrow_delivery, payloads, rows, base)
+            self._send(self.opts.topic, part, payloads, on_delivery)
+        return True
+
+    def _on_arrow_delivery(self, payloads: ArrowRows, rows: pa.Array | None, base: int,
+                           delivered: int, failures: list) -> None:
+        """Failures of an ArrowRows send, with the task's row number of each."""
+        at = [base + (i if rows is None else rows[i].as_py()) for i in payloads.failed_rows]
+        with self._lock:
+            self.failed_rows.extend(at)
+        self._on_delivery(delivered, failures)
+
+    def _send(self, topic: str | None, partition: int | None, payloads: list | ArrowRows,
+              on_delivery: Callable[[int, list], Any] | None = None) -> None:
         if topic is None:
             raise ConfigError("rdkafka sink: a row has a null 'topic' and no 'topic' option "
                               "is set")
-        result = self.producer.send(topic, partition, payloads, on_delivery=self._on_delivery)
+        result = self.producer.send(topic, partition, payloads,
+                                    on_delivery=on_delivery or self._on_delivery)
         self.sent += len(payloads)
         if result.enqueued < len(payloads):
             log.debug("rdkafka sink: %d of %d enqueued; the rest are reported as failed",
@@ -165,27 +223,21 @@ class _TaskProducer:
 
     def finish(self) -> int:
         """Wait for every delivery; raise DeliveryError if any row failed. Returns rows."""
-        try:
-            timeout = int(self.opts.kafka.get("message.timeout.ms",
-                                              self.opts.kafka.get("delivery.timeout.ms", 300000)))
-            left = self.producer.flush(timeout / 1000 + 30)
-        finally:
-            stranded = self.producer.stop(5.0)
+        timeout = int(self.opts.kafka.get("message.timeout.ms",
+                                          self.opts.kafka.get("delivery.timeout.ms", 300000)))
+        left = self.producer.flush(timeout / 1000 + 30)
         with self._lock:
             failures = list(self.failures)
-        if failures or left or stranded:
+            failed_rows = sorted(self.failed_rows)
+        if failures or left:
             first = failures[0][1] if failures else None
             raise DeliveryError(
                 f"rdkafka sink: {len(failures) + left.queued} of {self.sent} rows were not delivered"
                 + (f"; first error: {first}" if first is not None else "")
+                + (f"; first failed row: {failed_rows[0]} (rows of this task count from 0)"
+                   if failed_rows else "")
                 + "; the task fails so Spark can retry it")
         return self.sent
-
-    def abandon(self) -> None:
-        try:
-            self.producer.stop(0)
-        except Exception:  # pragma: no cover - already failing
-            log.exception("rdkafka sink: closing the producer")
 
 
 def _send_order(topics: list[str | None], parts: list[int | None]
@@ -223,14 +275,14 @@ def _null_and_explicit(topics: list[str | None], parts: list[int | None]
 
 
 def write_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-    task = _TaskProducer(opts)
-    try:
+    key, make = producer_config(opts)
+    # the worker's cached producer (rdk.spark._cache): given back once every row of this task
+    # is delivered; a task that fails closes it (what is still queued is purged)
+    with PRODUCERS.lease(key, make) as producer:
+        task = _TaskProducer(opts, producer)
         for batch in batches:
             task.send_batch(batch)
-    except BaseException:
-        task.abandon()
-        raise
-    return KafkaCommitMessage(task.finish())
+        return KafkaCommitMessage(task.finish())
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):
