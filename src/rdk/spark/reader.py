@@ -101,7 +101,7 @@ class _RangeReader:
         self.pos = r.start  # the next offset to read
         self.client = _binding.Client("consumer", *consumer_properties(opts))
         try:
-            self.fetcher = Fetcher(self.client, r.topic, FETCH_BATCH)
+            self.fetcher = Fetcher(self.client, r.topic, FETCH_BATCH, keep=True)
         except BaseException:
             self.client.close()
             raise
