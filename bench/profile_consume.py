@@ -188,8 +188,8 @@ def main() -> None:
             json.dump({"path": args.path, "size": args.size, "partitions": args.partitions,
                        "mode": mode, "instructions_per_message": per_msg,
                        "messages": [n1, n2], "top": top,
-                       "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                            time.gmtime())},
+                       "command": " ".join(sys.argv), "load_average": os.getloadavg(),
+                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
                       f, indent=1)
     shutil.rmtree(work, ignore_errors=True)
 
