@@ -3,7 +3,8 @@
 40 000 x 1 KiB messages from ``--partitions`` partitions of the mock cluster; the difference
 per message is reported with the top functions (issue 35, patch 0005).
 
-    gcc -O2 -o /tmp/native-old bench/native.c -I OLD/include OLD/lib/librdkafka.a -lssl -lcrypto -lz -lzstd -lm -ldl -lpthread -lrt
+    gcc -O2 -o /tmp/native-old bench/native.c -I OLD/include OLD/lib/librdkafka.a \
+        -lssl -lcrypto -lz -lzstd -lm -ldl -lpthread -lrt
     .venv/bin/python bench/profile_native_fetch.py --partitions 2048 /tmp/native-old bench/native
 """
 
