@@ -1,18 +1,26 @@
-"""rdk against Apache Kafka's Java client and confluent-kafka, on Apache Kafka (issue 27).
+"""rdk against Apache Kafka's Java client, confluent-kafka and native C, on Apache Kafka
+(issues 27 and 35).
 
 ``python bench/java_peer.py`` starts ONE ``rdk.testing.KafkaCluster(1)`` (Apache Kafka 4.3.1,
 KRaft, one JVM) and measures, in the same run and on that broker:
 
-- throughput: produce and consume, msgs/s and MB/s (value bytes / 1e6), 100 B and 1 KiB
-  values, 4 and 64 partitions. rdk and confluent-kafka run bench/contenders/*_client.py
+- throughput: produce and consume, msgs/s, MB/s (value bytes / 1e6) and the client's CPU µs
+  per message, 100 B, 1 KiB and 10 KiB values, 4, 64 and 1 024 partitions. Peers: rdk
+  (objects), rdk Arrow (consume only: ``Fetcher`` batches to ``rdk.arrow.record_batch``, as
+  the Spark source reads), confluent-kafka, the Java client and native C (bench/native.c,
+  librdkafka's own batch calls, compiled by bench/run.py against the same patched static
+  librdkafka rdk links; librdkafka's ``rdkafka_performance`` is not in the source
+  scripts/build-librdkafka.sh builds from, so native.c stands for it). CPU: each peer's own
+  process (``getrusage``/``CLOCK_PROCESS_CPUTIME_ID``) over the timed window; the Java tools'
+  JVM over its whole run (``RUSAGE_CHILDREN``: start-up and JIT included, an upper bound).
+  rdk and confluent-kafka run bench/contenders/*_client.py
   (rdk: ``Producer.send`` of 10 000-message chunks; ``Consumer`` with offset files and a
   ``receive_callback``; confluent-kafka: ``produce`` per message, ``consume(n)``); the Java
   client runs Kafka's own ``org.apache.kafka.tools.ProducerPerformance`` (its final line:
   the steady state after ``--warmup-records`` = 10 %; the whole run's figure is in the JSON)
   and ``ConsumerPerformance`` (``fetch.nMsg.sec``: the group's first rebalance left out;
   ``nMsg.sec`` in the JSON). Each produce writes a fresh topic (checked against the broker's
-  high watermarks); the three consumers read the topic rdk produced. The Python peers' CPU
-  per message (their whole process over the timed window) is reported too.
+  high watermarks); every consumer reads the topic rdk produced.
 - end-to-end latency p50/p99/p99.9 of a paced producer and a consumer in the same process
   (send time in the payload, CLOCK_MONOTONIC) at 1k, 10k, 50k msgs/s, with linger 0 ms, 5 ms
   and each client's default (rdk: ``queue_buffering_max_ms=250``, kafka-native's; librdkafka
@@ -43,6 +51,7 @@ import sys
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +59,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CONTENDER_DIR = HERE / "contenders"
 DEFAULT_OUT = HERE / "java_peer.json"
-PYTHON_PEERS = {"rdk": "rdk_client.py", "confluent-kafka": "confluent_client.py"}
+RDK_ARROW = "rdk Arrow"  # consume only: Fetcher batches to pyarrow RecordBatches
+NATIVE = "native C"  # bench/native.c on the same static (patched) librdkafka rdk links
+PYTHON_PEERS = {"rdk": "rdk_client.py", RDK_ARROW: "rdk_client.py",
+                "confluent-kafka": "confluent_client.py"}
 JAVA = "java"
-PEERS = ["rdk", "confluent-kafka", JAVA]
+PEERS = ["rdk", RDK_ARROW, "confluent-kafka", JAVA, NATIVE]
+CONSUME_ONLY = {RDK_ARROW}
+LATENCY_PEERS = {"rdk", "confluent-kafka"}
 
 # The settings every peer shares (the names are the same in librdkafka and the Java client).
 COMMON_PRODUCER: dict[str, Any] = {
@@ -94,7 +108,8 @@ def plan(quick: bool, duration: float | None) -> dict[str, Any]:
         return {"sizes": [100], "partitions": [4], "counts": {100: 20000},
                 "rates": [1000], "lingers": [5], "duration": duration or 2.0,
                 "e2e_records": 300, "repeat": 1}
-    return {"sizes": [100, 1024], "partitions": [4, 64], "counts": {100: 1000000, 1024: 200000},
+    return {"sizes": [100, 1024, 10240], "partitions": [4, 64, 1024],
+            "counts": {100: 1000000, 1024: 200000, 10240: 40000},
             "rates": [1000, 10000, 50000], "lingers": [0, 5, DEFAULT_LINGER],
             "duration": duration or 10.0, "e2e_records": 5000, "repeat": 3}
 
@@ -177,17 +192,53 @@ def run_python(peer: str, job: dict[str, Any], timeout: float) -> tuple[dict | N
     return None, f"exit code {done.returncode}: {' | '.join(tail)}"
 
 
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children so far (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+_LAST_CHILD_CPU = [0.0]  # the CPU seconds of the last JVM run_java waited for
+
+
 def run_java(libs: Path, tool: str, args: list[str], timeout: float) -> tuple[str, str]:
     argv = ["java", *JVM_OPTIONS, "-cp", f"{libs}/*", f"org.apache.kafka.tools.{tool}", *args]
+    before = children_cpu()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                               check=False)
     except subprocess.TimeoutExpired:
         return "", f"timed out after {timeout:.0f} s"
+    _LAST_CHILD_CPU[0] = children_cpu() - before
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return done.stdout, f"exit code {done.returncode}: {' | '.join(tail)}"
     return done.stdout, ""
+
+
+def run_native(job: dict[str, Any], timeout: float) -> tuple[dict | None, str]:
+    """bench/native.c (compiled by bench/run.py against the static librdkafka rdk links, the
+    same patched source): librdkafka's own batch calls with nothing in between."""
+    from dataclasses import asdict
+
+    sys.path[:0] = [str(HERE), str(CONTENDER_DIR)]
+    import common  # type: ignore[import-not-found]
+    import run as bench_run  # type: ignore[import-not-found]
+
+    binary, why = bench_run.build_native()
+    if binary is None:
+        return None, f"native C unavailable: {why}"
+    argv = bench_run.native_argv(binary, asdict(common.Job(**job)))  # the Job's defaults filled in
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True,
+                              timeout=timeout, cwd=ROOT, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout:.0f} s"
+    result = bench_run.parse_result(done.stdout)
+    if result is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return None, f"exit code {done.returncode}: {' | '.join(tail)}"
+    return result, ""
 
 
 def props_args(props: dict[str, Any]) -> list[str]:
@@ -214,6 +265,7 @@ def java_produce(libs: Path, bootstrap: str, topic: str, count: int, size: int,
     # out, as the consumers' clocks leave their first 10 % out); the whole run's line is kept
     sent, rate = int(whole[-1].group(1)), float(steady[-1].group(2))
     return {"count": sent, "seconds": int(steady[-1].group(1)) / rate if rate else 0.0,
+            "process_cpu_seconds": _LAST_CHILD_CPU[0],
             "msgs_per_s": rate, "whole_run_msgs_per_s": float(whole[-1].group(2)),
             "line": steady[-1].group(0), "whole_run_line": whole[-1].group(0)}, ""
 
@@ -235,6 +287,7 @@ def java_consume(libs: Path, bootstrap: str, topic: str, count: int,
     # fetch.nMsg.sec: messages over the time after the group's first rebalance (start-up
     # out, as the Python peers' clocks leave it out); nMsg.sec counts the rebalance too
     return {"count": consumed, "seconds": fetch_ms / 1000, "msgs_per_s": float(values["fetch.nMsg.sec"]),
+            "process_cpu_seconds": _LAST_CHILD_CPU[0],
             "msgs_per_s_with_rebalance": float(values["nMsg.sec"]),
             "rebalance_ms": float(values["rebalance.time.ms"]), "csv": lines[header + 1]}, ""
 
@@ -305,7 +358,8 @@ class Bench:
             r, problem = java_produce(self.libs, self.bootstrap, topic, count, size, self.timeout)
         else:
             job = python_job("produce", self.bootstrap, topic, partitions, count, size, self.timeout)
-            r, problem = run_python(peer, job, self.timeout + 60)
+            run = run_native if peer == NATIVE else partial(run_python, peer)
+            r, problem = run(job, self.timeout + 60)
             if r:
                 r["msgs_per_s"] = r["count"] / r["seconds"] if r.get("seconds") else 0.0
         if r and not problem:
@@ -324,8 +378,10 @@ class Bench:
         if peer == JAVA:
             r, problem = java_consume(self.libs, self.bootstrap, topic, count, self.timeout)
         else:
-            job = python_job("consume", self.bootstrap, topic, partitions, count, size, self.timeout)
-            r, problem = run_python(peer, job, self.timeout + 60)
+            job = python_job("arrow" if peer == RDK_ARROW else "consume", self.bootstrap, topic,
+                             partitions, count, size, self.timeout)
+            run = run_native if peer == NATIVE else partial(run_python, peer)
+            r, problem = run(job, self.timeout + 60)
             if r:
                 timed = r.get("timed_count", r.get("count", 0))
                 r["msgs_per_s"] = timed / r["seconds"] if r.get("seconds") else 0.0
@@ -347,8 +403,12 @@ class Bench:
             run["mb_per_s"] = r["msgs_per_s"] * size / 1e6
             timed = r.get("timed_count", r.get("count"))
             if r.get("cpu_seconds") is not None and timed:
-                # the Python peers' own process, every thread, over the timed window
+                # the peer's own process, every thread, over the timed window
                 run["cpu_us_per_msg"] = r["cpu_seconds"] / timed * 1e6
+            elif r.get("process_cpu_seconds") and r.get("count"):
+                # the Java tools: the JVM's whole run (start-up and JIT included) per message
+                run["cpu_us_per_msg"] = r["process_cpu_seconds"] / r["count"] * 1e6
+                run["cpu_whole_process"] = True
         return run
 
     def throughput(self, order: list[str], repeat: int) -> None:
@@ -356,7 +416,8 @@ class Bench:
         for size in p["sizes"]:
             count = p["counts"][size]
             for partitions in p["partitions"]:
-                topics = {peer: self.produce(peer, size, partitions, count, repeat) for peer in order}
+                topics = {peer: self.produce(peer, size, partitions, count, repeat) for peer in order
+                          if peer not in CONSUME_ONLY}
                 source = topics.get("rdk") or next((t for t in topics.values() if t), "")
                 for peer in order:
                     if source:
@@ -382,7 +443,7 @@ class Bench:
         for rate in p["rates"]:
             for linger in p["lingers"]:
                 for peer in order:
-                    if peer == JAVA:
+                    if peer not in LATENCY_PEERS:
                         continue
                     topic = self.topic(LATENCY_PARTITIONS, "l")
                     producer = dict(LIBRDKAFKA_PRODUCER)
@@ -421,7 +482,7 @@ class Bench:
         peer produces and consumes 200 000 x 100 B on 4 partitions once, not kept."""
         self.warming = True
         for peer in PEERS:
-            topic = self.produce(peer, 100, 4, 200000, -1)
+            topic = self.produce(peer, 100, 4, 200000, -1) if peer not in CONSUME_ONLY else ""
             if topic:
                 self.consume(peer, topic, 100, 4, 200000, -1)
         self.drop(self.produced)
@@ -498,6 +559,17 @@ def goals(thr: dict, lat: dict) -> list[dict[str, Any]]:
             ratio = rdk / o if rdk and o else None
             out.append({"goal": f"{key}: rdk >= {target:g} x {other}", "ratio": ratio,
                         "holds": None if ratio is None else ratio >= target})
+        # issue 35: half confluent-kafka's CPU per message; 0.9 x native C at 100 B x 4
+        mine, theirs = (_median(cell, "rdk", "cpu_us_per_msg"),
+                        _median(cell, "confluent-kafka", "cpu_us_per_msg"))
+        ratio = mine / theirs if mine and theirs else None
+        out.append({"goal": f"{key}: rdk CPU/msg <= 0.5 x confluent-kafka's", "ratio": ratio,
+                    "holds": None if ratio is None else ratio <= 0.5})
+        if cell["size"] == 100 and cell["partitions"] == 4:
+            o = _median(cell, NATIVE, "msgs_per_s")
+            ratio = rdk / o if rdk and o else None
+            out.append({"goal": f"{key}: rdk >= 0.9 x native C", "ratio": ratio,
+                        "holds": None if ratio is None else ratio >= 0.9})
     for key, cell in lat.items():
         if key == "java_e2e":
             continue
@@ -522,22 +594,27 @@ def _cell(stats: dict, digits: int = 0) -> str:
 
 def tables(data: dict[str, Any]) -> str:
     s = data["summary"]
-    out = ["**Throughput** (msgs/s, median (min) of the repeats; MB/s = value bytes / 1e6, median)", "",
-           "| path | size | partitions | rdk | confluent-kafka | Java client | rdk MB/s | confluent MB/s "
-           "| Java MB/s | rdk / Java | rdk / confluent | CPU us/msg rdk | CPU us/msg confluent |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    labels = {"rdk": "rdk", RDK_ARROW: "rdk Arrow", "confluent-kafka": "confluent-kafka",
+              JAVA: "Java client", NATIVE: "native C"}
+    out = ["**Throughput** (msgs/s, median (min) of the repeats; MB/s = value bytes / 1e6, median;"
+           " CPU = the client process's CPU µs per message, median: the Python peers' and native"
+           " C's over the timed window, the Java tools' over the JVM's whole run)", "",
+           "| path | size | partitions | " + " | ".join(labels[p] for p in PEERS)
+           + " | rdk / Java | rdk / confluent | rdk / native C | "
+           + " | ".join(f"{labels[p]} MB/s" for p in PEERS) + " | "
+           + " | ".join(f"CPU us/msg {labels[p]}" for p in PEERS) + " |",
+           "|---|---:|---:|" + "---:|" * (3 * len(PEERS) + 3)]
     for cell in sorted(s["throughput"].values(), key=lambda c: (c["kind"] != "produce", c["size"],
                                                                   c["partitions"])):
         peers = cell["peers"]
         row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
-        row += [_cell(peers.get(p, {}).get("msgs_per_s", {})) for p in PEERS]
-        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in PEERS]
+        row += [_cell(peers[p].get("msgs_per_s", {})) if p in peers else "—" for p in PEERS]
         rdk = _median(cell, "rdk", "msgs_per_s")
-        for other in (JAVA, "confluent-kafka"):
+        for other in (JAVA, "confluent-kafka", NATIVE):
             o = _median(cell, other, "msgs_per_s")
             row.append(f"{rdk / o:.2f} x" if rdk and o else "-")
-        row += [_num(peers.get(p, {}).get("cpu_us_per_msg", {}).get("median"), 2)
-                for p in ("rdk", "confluent-kafka")]
+        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in PEERS]
+        row += [_num(peers.get(p, {}).get("cpu_us_per_msg", {}).get("median"), 2) for p in PEERS]
         out.append("| " + " | ".join(row) + " |")
     out += ["", "**End-to-end latency** (ms, 100 B, 4 partitions, median (min) of the repeats)", "",
             "| rate | linger | peer | p50 | p99 | p99.9 |", "|---:|---|---|---:|---:|---:|"]

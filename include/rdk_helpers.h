@@ -24,6 +24,12 @@ void rdk_batch_free(rdk_batch *b);
 /* Fetch up to max_messages (<= the batch's capacity) from rkqu, waiting up to
  * timeout_ms for the first, and copy them into b. Returns b->n, or -1 if out of memory. */
 int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_messages, rdk_batch *b);
+/* Keep mode: destroy the librdkafka messages the batch's rows point into (its rows are
+ * unreadable afterwards; messages carried to the next fetch stay). */
+void rdk_batch_release(rdk_batch *b);
+/* Keep mode: copy column which (0 values, 1 keys) of rows 0..n into dest, back to back
+ * (value_offsets[n] or key_offsets[n] bytes): one copy into an Arrow buffer. */
+void rdk_batch_gather(const rdk_batch *b, int which, char *dest);
 /* kafka-native's repeats/misses against expected[partition] (next expected offset,
  * -1 = unknown), which it advances. Partitions >= n_expected are ignored. */
 void rdk_batch_track(const rdk_batch *b, int64_t *expected, int n_expected,

@@ -102,12 +102,21 @@ typedef struct rdk_batch {
     /* set by the caller: 1 leaves headers out (n_headers stays 0; saves librdkafka's
      * header lookups when nobody reads them) */
     int skip_headers;
+    /* set by the caller: 1 keeps librdkafka's messages in the batch instead of copying
+     * their values and keys into values/keys (one copy fewer): row i's value is
+     * value_ptr[i] (NULL: null), value_offsets[i + 1] - value_offsets[i] bytes long, and
+     * its key likewise (key_ptr, key_offsets). The messages stay alive until
+     * rdk_batch_release, the batch's next fetch or rdk_batch_free. values/keys are unused. */
+    int keep;
+    const char **value_ptr;
+    const char **key_ptr;
     /* private: capacities and messages carried to the next call */
     int cap;
     size_t values_cap, keys_cap, hname_cap, hvalue_cap;
     int hcap;
     rd_kafka_message_t **msgs;
     int carry_start, carry_end;
+    int n_kept;               /* keep mode: msgs[0..n_kept) are this batch's rows, alive */
     /* the topic of every message in the batch ("" if none says): a batch holds one
      * topic's messages, a message of another topic is carried to the next call */
     char topic[256];

@@ -274,7 +274,7 @@ def arrow(job: Job) -> dict[str, Any]:
     client = binding.Client("consumer", {"bootstrap.servers": job.bootstrap,
                                          "enable.partition.eof": False, **job.consumer})
     client.partition_count(job.topic, timeout=30)
-    fetcher = fetch.Fetcher(client, job.topic, job.batch)
+    fetcher = fetch.Fetcher(client, job.topic, job.batch, keep=True)  # one copy per payload
     count = bad_size = errors = 0
     for p in range(job.partitions):
         fetcher.start(p, lib.RD_KAFKA_OFFSET_BEGINNING)

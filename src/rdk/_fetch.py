@@ -2,7 +2,9 @@
 
 ``Fetcher`` starts partitions at explicit offsets on one queue (legacy consumer API);
 ``GroupFetcher`` reads the partitions a consumer group assigns. Both fill an ``rdk_batch``
-(contiguous, Arrow-layout buffers) in one C call per batch.
+in one C call per batch: contiguous, Arrow-layout buffers, or (``keep``) Arrow-layout offsets
+and bitmaps with each row pointing into the librdkafka message the batch keeps alive, so
+whatever reads it (rdk._messages, rdk.arrow) makes the one copy of each payload.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from .errors import KafkaError
 
 class Fetcher:
     """Fetch batches from partitions of a topic (or several: ``topic=`` of start/stop) on
-    a client's own queue."""
+    a client's own queue. ``keep``: the batch keeps librdkafka's messages instead of
+    copying their payloads (released by the next fetch or :meth:`close`)."""
 
-    def __init__(self, client: _binding.Client, topic: str, max_messages: int = 10000) -> None:
+    def __init__(self, client: _binding.Client, topic: str, max_messages: int = 10000,
+                 keep: bool = False) -> None:
         self.client = client
         self.topic = topic
         self.rkt = client.topic(topic)
@@ -26,6 +30,7 @@ class Fetcher:
         self.batch = ffi.gc(lib.rdk_batch_new(max_messages), lib.rdk_batch_free)
         if self.batch == ffi.NULL:
             raise MemoryError("rdk_batch_new")
+        self.batch.keep = int(keep)
         self.max_messages = max_messages
         self.started: set[tuple[str, int]] = set()
 

@@ -332,8 +332,23 @@ static rd_kafka_event_t *rdk_poll_events(rd_kafka_queue_t *rkqu, int timeout_ms,
 }
 
 /* ---- batch consume ------------------------------------------------------ */
+static void rdk_batch_release(rdk_batch *b) {
+    for (int i = 0; i < b->n_kept; i++) rd_kafka_message_destroy(b->msgs[i]);
+    b->n_kept = 0;
+}
+
+static void rdk_batch_gather(const rdk_batch *b, int which, char *dest) {
+    const char *const *ptr = which ? b->key_ptr : b->value_ptr;
+    const int32_t *offs = which ? b->key_offsets : b->value_offsets;
+    if (!ptr) return;
+    for (int i = 0; i < b->n; i++)
+        if (ptr[i]) memcpy(dest + offs[i], ptr[i], (size_t)(offs[i + 1] - offs[i]));
+}
+
 static void rdk_batch_free(rdk_batch *b) {
     if (!b) return;
+    rdk_batch_release(b);
+    free((void *)b->value_ptr); free((void *)b->key_ptr);
     for (int i = b->carry_start; i < b->carry_end; i++) rd_kafka_message_destroy(b->msgs[i]);
     free(b->err); free(b->partition); free(b->offset); free(b->timestamp);
     free(b->timestamp_type); free(b->value_offsets); free(b->values); free(b->value_valid);
@@ -416,7 +431,7 @@ static inline int32_t rdk_append(char *data, int32_t end, const void *src, size_
         (*nulls)++;
         return end;
     }
-    memcpy(data + end, src, len);
+    if (data) memcpy(data + end, src, len);
     RDK_SET_BIT(valid, i);
     return end + (int32_t)len;
 }
@@ -425,8 +440,15 @@ static inline int32_t rdk_append(char *data, int32_t end, const void *src, size_
 static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_messages, rdk_batch *b) {
     if (max_messages > b->cap) max_messages = b->cap;
     if (max_messages < 1) max_messages = 1;
+    rdk_batch_release(b); /* the rows of the previous fetch (keep mode) */
     b->n = b->n_errors = b->n_headers = b->n_parts = 0;
     b->value_nulls = b->key_nulls = 0;
+    const int keep = b->keep;
+    if (keep && !b->value_ptr) {
+        b->value_ptr = calloc((size_t)b->cap, sizeof(char *));
+        b->key_ptr = calloc((size_t)b->cap, sizeof(char *));
+        if (!b->value_ptr || !b->key_ptr) return -1;
+    }
 
     /* messages carried over from the previous call come first */
     int have = b->carry_end - b->carry_start;
@@ -487,8 +509,8 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
         nh += (int)mh;
         b->header_index[take + 1] = nh; /* the copy below looks up headers only where some are */
     }
-    if (rdk_grow((void **)&b->values, &b->values_cap, vsize + 1) ||
-        rdk_grow((void **)&b->keys, &b->keys_cap, ksize + 1) ||
+    if ((!keep && (rdk_grow((void **)&b->values, &b->values_cap, vsize + 1) ||
+                   rdk_grow((void **)&b->keys, &b->keys_cap, ksize + 1))) ||
         rdk_grow((void **)&b->header_names, &b->hname_cap, hn + 1) ||
         rdk_grow((void **)&b->header_values, &b->hvalue_cap, hv + 1) ||
         rdk_grow_headers(b, nh + 1))
@@ -511,10 +533,17 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
         b->timestamp[i] = rd_kafka_message_timestamp(m, &tstype);
         b->timestamp_type[i] = (int8_t)tstype;
         if (m->err) b->n_errors++;
-        vo = rdk_append(b->values, vo, m->payload, m->len, b->value_valid, i, &b->value_nulls);
+        const void *key = m->err ? NULL : m->key;
+        if (keep) { /* point at librdkafka's copy, which stays alive with the batch */
+            b->value_ptr[i] = m->payload;
+            vo = rdk_append(NULL, vo, m->payload, m->len, b->value_valid, i, &b->value_nulls);
+            b->key_ptr[i] = key;
+            ko = rdk_append(NULL, ko, key, m->key_len, b->key_valid, i, &b->key_nulls);
+        } else {
+            vo = rdk_append(b->values, vo, m->payload, m->len, b->value_valid, i, &b->value_nulls);
+            ko = rdk_append(b->keys, ko, key, m->key_len, b->key_valid, i, &b->key_nulls);
+        }
         b->value_offsets[i + 1] = vo;
-        ko = rdk_append(b->keys, ko, m->err ? NULL : m->key, m->key_len, b->key_valid, i,
-                        &b->key_nulls);
         b->key_offsets[i + 1] = ko;
         rd_kafka_headers_t *hdrs = NULL;
         if (b->header_index[i + 1] > h_i &&
@@ -556,8 +585,9 @@ static int rdk_consume_batch(rd_kafka_queue_t *rkqu, int timeout_ms, int max_mes
             b->part_count[slot]++;
             last_part_slot = slot;
         }
-        rd_kafka_message_destroy(m);
+        if (!keep) rd_kafka_message_destroy(m);
     }
+    b->n_kept = keep ? take : 0;
     b->n = take;
     b->n_headers = h_i;
     b->carry_start = take;

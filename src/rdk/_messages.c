@@ -1,7 +1,8 @@
 /* rdk._messages: the consumer's C fast path from a fetched batch to Python objects.
  *
- * rdk's CFFI module copies a batch of messages into contiguous Arrow-layout buffers in one
- * call (rdk_consume_batch in _helpers.c). CFFI cannot hand Python objects back from C, so
+ * rdk's CFFI module fetches a batch of messages in one call (rdk_consume_batch in
+ * _helpers.c): into contiguous Arrow-layout buffers, or, in keep mode, keeping librdkafka's
+ * messages alive and pointing at their payloads, so the bytes made here are the one copy. CFFI cannot hand Python objects back from C, so
  * this small CPython extension (stable ABI) turns that rdk_batch into the list of
  * rdk.Message tuples in one call: no Python code per message. Message tuples whose fields
  * are all atomic (bytes, str, int, None) are untracked by the garbage collector, as CPython
@@ -26,14 +27,16 @@ typedef struct rd_kafka_message_s rd_kafka_message_t;
 
 #define BIT(bm, i) (((bm)[(i) >> 3] >> ((i) & 7)) & 1)
 
-/* bytes (or str when decode) of buf[offs[i]:offs[i+1]], or None when not valid */
-static PyObject *cell(const char *buf, const int32_t *offs, const uint8_t *valid, Py_ssize_t i,
-                      int decode) {
+/* bytes (or str when decode) of row i: offs[i + 1] - offs[i] bytes at ptr[i] (a batch that
+ * keeps librdkafka's messages: the one copy from librdkafka's buffer), else at buf + offs[i];
+ * None when not valid */
+static PyObject *cell(const char *buf, const char *const *ptr, const int32_t *offs,
+                      const uint8_t *valid, Py_ssize_t i, int decode) {
     if (!buf || (valid && !BIT(valid, i))) {
         Py_INCREF(Py_None);
         return Py_None;
     }
-    const char *start = buf + offs[i];
+    const char *start = ptr ? ptr[i] : buf + offs[i];
     Py_ssize_t len = (Py_ssize_t)(offs[i + 1] - offs[i]);
     if (decode) return PyUnicode_DecodeUTF8(start, len, "replace");
     return PyBytes_FromStringAndSize(start, len);
@@ -62,10 +65,14 @@ static PyObject *build(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = b->n;
     PyTypeObject *type = (PyTypeObject *)cls;
-    const char *values = b->values;
+    /* keep mode: rows point into librdkafka's messages (buf only says "some are there") */
+    const char *const *vptr = b->keep ? b->value_ptr : NULL;
+    const char *const *kptr = b->keep ? b->key_ptr : NULL;
+    const char *values = b->keep ? (const char *)b->value_ptr : b->values;
     const int32_t *voffs = b->value_offsets;
     const uint8_t *vvalid = b->value_nulls ? b->value_valid : NULL;
-    const char *keys = b->key_nulls != b->n ? b->keys : NULL; /* NULL: every key is None */
+    const char *keys = b->key_nulls == b->n ? NULL /* every key is None */
+                       : b->keep ? (const char *)b->key_ptr : b->keys;
     const int32_t *koffs = b->key_offsets;
     const uint8_t *kvalid = b->key_nulls ? b->key_valid : NULL;
     const int64_t *ts = b->timestamp;
@@ -103,10 +110,10 @@ static PyObject *build(PyObject *self, PyObject *args) {
         if (!m) goto fail;
         PyList_SetItem(list, j++, m); /* the list owns m from here on */
 
-        PyObject *v = cell(values, voffs, vvalid, i, decode);
+        PyObject *v = cell(values, vptr, voffs, vvalid, i, decode);
         if (!v) goto fail;
         PyTuple_SetItem(m, 0, v);
-        PyObject *k = cell(keys, koffs, kvalid, i, 0);
+        PyObject *k = cell(keys, kptr, koffs, kvalid, i, 0);
         if (!k) goto fail;
         PyTuple_SetItem(m, 1, k);
         PyObject *h = Py_None;

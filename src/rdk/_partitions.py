@@ -160,4 +160,7 @@ def batch_errors(b: Any) -> Iterator[tuple[int, int]]:
 def error_text(b: Any, i: int) -> str:
     """The error text librdkafka put in the payload of errored message ``i``."""
     start, end = b.value_offsets[i], b.value_offsets[i + 1]
-    return ffi.unpack(b.values + start, end - start).decode(errors="replace")
+    if end == start:
+        return ""
+    text = b.value_ptr[i] if b.keep else b.values + start
+    return ffi.unpack(text, end - start).decode(errors="replace")

@@ -5,7 +5,8 @@ call) into a ``pyarrow.RecordBatch`` whose columns are made with
 ``pa.Array.from_buffers`` from the batch's contiguous buffers: value/key offsets and
 validity bitmaps, partition, offset and timestamp arrays, flattened headers. Each buffer
 is copied once (a memcpy into Arrow's memory pool), because the C batch is refilled
-by the next fetch.
+by the next fetch; a batch that keeps librdkafka's messages (``keep``) has its values and
+keys gathered from them into Arrow's buffer: one copy of each payload in all.
 
 The schema is exactly that of Spark's built-in Kafka source::
 
@@ -20,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._binding import ffi
+from ._binding import ffi, lib
 
 __all__ = ["HEADERS_TYPE", "empty_batch", "error_mask", "kafka_schema", "record_batch"]
 
@@ -64,11 +65,20 @@ def _bitmap(ptr: Any, nulls: int, n: int) -> pa.Buffer | None:
     return _copy(ptr, (n + 7) // 8) if nulls else None
 
 
-def _binary_column(typ: pa.DataType, offsets: Any, data: Any, valid: Any, nulls: int,
-                   n: int) -> pa.Array:
+def _binary_column(b: Any, which: int, n: int) -> pa.Array:
+    """The values (``which`` 0) or keys (1) of ``b``: each payload copied once into Arrow's
+    memory, from the contiguous buffer or straight from librdkafka's messages (keep mode)."""
+    offsets, valid, nulls = ((b.key_offsets, b.key_valid, int(b.key_nulls)) if which else
+                             (b.value_offsets, b.value_valid, int(b.value_nulls)))
     size = int(offsets[n])
+    if b.keep:
+        data = pa.allocate_buffer(size) if size > 0 else pa.py_buffer(b"")
+        if size > 0:
+            lib.rdk_batch_gather(b, which, ffi.from_buffer(data))
+    else:
+        data = _copy(b.keys if which else b.values, size)
     return pa.Array.from_buffers(
-        typ, n, [_bitmap(valid, nulls, n), _copy(offsets, 4 * (n + 1)), _copy(data, size)],
+        pa.binary(), n, [_bitmap(valid, nulls, n), _copy(offsets, 4 * (n + 1)), data],
         null_count=nulls)
 
 
@@ -96,9 +106,8 @@ def record_batch(b: Any, topic: str, include_headers: bool = False) -> pa.Record
     ts_ms = pa.Array.from_buffers(pa.int64(), n, [None, _copy(b.timestamp, 8 * n)], null_count=0)
     ts_type = pa.Array.from_buffers(pa.int8(), n, [None, _copy(b.timestamp_type, n)], null_count=0)
     columns = [
-        _binary_column(pa.binary(), b.key_offsets, b.keys, b.key_valid, int(b.key_nulls), n),
-        _binary_column(pa.binary(), b.value_offsets, b.values, b.value_valid,
-                       int(b.value_nulls), n),
+        _binary_column(b, 1, n),
+        _binary_column(b, 0, n),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.Array.from_buffers(pa.int32(), n, [None, _copy(b.partition, 4 * n)], null_count=0),
         pa.Array.from_buffers(pa.int64(), n, [None, _copy(b.offset, 8 * n)], null_count=0),

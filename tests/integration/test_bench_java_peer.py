@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "java_peer.py"
-PEERS = ("rdk", "confluent-kafka", "java")
+PEERS = ("rdk", "rdk Arrow", "confluent-kafka", "java", "native C")
+PRODUCERS = ("rdk", "confluent-kafka", "java", "native C")  # rdk Arrow only consumes
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def quick(tmp_path_factory):
         pytest.skip(str(e))
     out = tmp_path_factory.mktemp("java_peer") / "java_peer.json"
     done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=240, cwd=ROOT, check=False)
+                          capture_output=True, text=True, timeout=420, cwd=ROOT, check=False)
     assert out.exists(), f"no JSON written; stderr:\n{done.stderr[-3000:]}"
     return done, out, json.loads(out.read_text())
 
@@ -40,7 +41,8 @@ def quick(tmp_path_factory):
 def test_quick_run_succeeds_and_prints_the_tables(quick):
     done, _, _ = quick
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "| path | size | partitions | rdk | confluent-kafka | Java client |" in done.stdout
+    assert ("| path | size | partitions | rdk | rdk Arrow | confluent-kafka | Java client | "
+            "native C |") in done.stdout
     assert "| rate | linger | peer | p50 | p99 | p99.9 |" in done.stdout
     assert "| goal | ratio | holds |" in done.stdout
 
@@ -50,17 +52,19 @@ def test_every_peer_has_positive_throughput_on_both_paths(quick):
     assert data["meta"]["quick"] is True
     runs = data["runs"]
     for kind in ("produce", "consume"):
-        for peer in PEERS:
+        for peer in PRODUCERS if kind == "produce" else PEERS:
             mine = [r for r in runs if r["kind"] == kind and r["peer"] == peer]
             assert len(mine) == 1, (kind, peer, mine)
             r = mine[0]
             assert r["problem"] == "", r
             assert r["msgs_per_s"] > 0 and r["mb_per_s"] > 0, r
+            assert r["cpu_us_per_msg"] > 0, r  # every peer's own CPU per message (issue 35)
             assert (r["size"], r["partitions"]) == (100, 4)
+    assert not [r for r in runs if r["kind"] == "produce" and r["peer"] == "rdk Arrow"]
     cells = data["summary"]["throughput"]
     assert set(cells) == {"produce 100B 4p", "consume 100B 4p"}
     for cell in cells.values():
-        assert set(cell["peers"]) == set(PEERS)
+        assert set(cell["peers"]) == set(PRODUCERS if cell["kind"] == "produce" else PEERS)
         for stats in cell["peers"].values():
             assert stats["msgs_per_s"]["median"] > 0 and stats["msgs_per_s"]["min"] > 0
             assert stats["mb_per_s"]["median"] > 0

@@ -164,6 +164,27 @@ def cell(buf, offsets, bitmap, i):
     return ffi.unpack(buf + offsets[i], offsets[i + 1] - offsets[i])
 
 
+def row_cell(b, which, i):
+    """Row i's value (which 0) or key (1): from the contiguous buffer, or, in keep mode,
+    from the librdkafka message it points into."""
+    offsets = b.key_offsets if which else b.value_offsets
+    bitmap = b.key_valid if which else b.value_valid
+    if not b.keep:
+        return cell(b.keys if which else b.values, offsets, bitmap, i)
+    if not valid(bitmap, i):
+        return None
+    return ffi.unpack((b.key_ptr if which else b.value_ptr)[i], offsets[i + 1] - offsets[i])
+
+
+def assert_arrow_matches(b, topic):
+    """rdk.arrow.record_batch (one gather from the kept messages, or one copy of the
+    contiguous buffers) holds exactly the batch's values and keys."""
+    arrow = pytest.importorskip("rdk.arrow")
+    rb = arrow.record_batch(b, topic)
+    assert rb.column("value").to_pylist() == [row_cell(b, 0, i) for i in range(b.n)]
+    assert rb.column("key").to_pylist() == [row_cell(b, 1, i) for i in range(b.n)]
+
+
 def assert_fast_path_matches_fallback(b, topic):
     """rdk._messages.build, given only the rdk_batch's address, reads the struct's fields
     itself: it must build exactly the Messages of the pure-Python path."""
@@ -177,7 +198,8 @@ def assert_fast_path_matches_fallback(b, topic):
 def read_back(consumer, topic, partitions, count, rng, timeout_s=30.0, skip_headers=False):
     """Fetch ``count`` messages with random batch sizes; returns rows per partition."""
     cap = rng.randint(1, 16)
-    fetcher = Fetcher(consumer, topic, max_messages=cap)
+    keep = rng.random() < 0.5  # the batch keeps librdkafka's messages (one copy fewer)
+    fetcher = Fetcher(consumer, topic, max_messages=cap, keep=keep)
     fetcher.batch.skip_headers = int(skip_headers)
     rows: dict[int, list] = {p: [] for p in range(partitions)}
     got = 0
@@ -196,6 +218,7 @@ def read_back(consumer, topic, partitions, count, rng, timeout_s=30.0, skip_head
             if skip_headers:
                 assert b.n_headers == 0
             assert_fast_path_matches_fallback(b, topic)
+            assert_arrow_matches(b, topic)
             for i in range(b.n):
                 assert b.err[i] == 0, binding.err_name(b.err[i])
                 hs = [(ffi.unpack(b.header_names + b.header_name_offsets[h],
@@ -203,8 +226,7 @@ def read_back(consumer, topic, partitions, count, rng, timeout_s=30.0, skip_head
                        cell(b.header_values, b.header_value_offsets, b.header_value_valid, h))
                       for h in range(b.header_index[i], b.header_index[i + 1])]
                 rows[b.partition[i]].append(
-                    (b.offset[i], cell(b.keys, b.key_offsets, b.key_valid, i),
-                     cell(b.values, b.value_offsets, b.value_valid, i), hs, b.timestamp[i]))
+                    (b.offset[i], row_cell(b, 1, i), row_cell(b, 0, i), hs, b.timestamp[i]))
             got += b.n
     finally:
         fetcher.close()

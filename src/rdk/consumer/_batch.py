@@ -103,7 +103,7 @@ def build_messages(b: Any, topic: str, decode: bool) -> list[Message]:
 def python_messages(b: Any, topic: str, decode: bool, headers: list[Any] | None) -> list[Message]:
     """Pure-Python rdk._messages.build: columns, then map/zip at C speed."""
     n = b.n
-    values: list[Any] = _slices(b.values, b.value_offsets, n)
+    values: list[Any] = _column(b, 0, n)
     if decode:
         values = list(map(str, values, repeat("utf-8"), repeat("replace")))
     if b.value_nulls:
@@ -111,7 +111,7 @@ def python_messages(b: Any, topic: str, decode: bool, headers: list[Any] | None)
             values[i] = None
     keys: Any = repeat(None)
     if b.key_nulls != n:
-        keys = _slices(b.keys, b.key_offsets, n)
+        keys = _column(b, 1, n)
         if b.key_nulls:
             for i in _null_indices(b.key_valid, n):
                 keys[i] = None
@@ -143,6 +143,19 @@ def _headers(b: Any) -> list[Any]:
 def _null_indices(bitmap: Any, n: int) -> list[int]:
     bits = ffi.buffer(bitmap, (n + 7) // 8)[:]
     return [i for i in range(n) if not (bits[i >> 3] >> (i & 7)) & 1]
+
+
+def _column(b: Any, which: int, n: int) -> list[Any]:
+    """The values (``which`` 0) or keys (1) of ``b``'s n rows as bytes (b"" where null):
+    cut from the contiguous buffer, or, when the batch keeps librdkafka's messages, one
+    copy of each payload."""
+    offsets_ptr = b.key_offsets if which else b.value_offsets
+    if not b.keep:
+        return _slices(b.keys if which else b.values, offsets_ptr, n)
+    ptrs = b.key_ptr if which else b.value_ptr
+    offs = ffi.unpack(offsets_ptr, n + 1)
+    return [ffi.unpack(ptrs[i], offs[i + 1] - offs[i]) if offs[i + 1] > offs[i] else b""
+            for i in range(n)]
 
 
 def _slices(buf_ptr: Any, offsets_ptr: Any, n: int) -> list[bytes]:

@@ -60,6 +60,7 @@ class _BufferPool:
         b = lib.rdk_batch_new(self._max_messages)
         if b == ffi.NULL:
             raise MemoryError("rdk_batch_new")
+        b.keep = 1  # rows point into librdkafka's messages: rdk._messages makes the one copy
         return ffi.gc(b, lib.rdk_batch_free)
 
     def take(self, which: Any = None) -> Any:
@@ -95,7 +96,9 @@ class _BufferPool:
             return True
 
     def give_back(self, b: Any) -> None:
-        """The consuming thread is done reading ``b``: it is free again."""
+        """The consuming thread is done reading ``b``: it is free again (the librdkafka
+        messages its rows point into are released now, not at its next fetch)."""
+        lib.rdk_batch_release(b)
         with self._cond:
             self._converting -= 1
             self._free.append(b)
@@ -103,6 +106,7 @@ class _BufferPool:
 
     def put_back(self, b: Any) -> None:
         """A filled buffer nobody reads (all of it dropped): free again."""
+        lib.rdk_batch_release(b)
         with self._cond:
             self._free.append(b)
             self._cond.notify_all()

@@ -109,7 +109,7 @@ class _RangeReader:
         self.client = client
         # a queue of its own on the (possibly reused) client: nothing fetched for an earlier
         # task can reach this one
-        self.fetcher = Fetcher(client, r.topic, FETCH_BATCH)
+        self.fetcher = Fetcher(client, r.topic, FETCH_BATCH, keep=True)
         self.fetcher.batch.skip_headers = 0 if opts.include_headers else 1
 
     def batches(self) -> Iterator[pa.RecordBatch]:
