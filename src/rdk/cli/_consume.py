@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..validate import check_group_id
 from ._formats import encode_messages
-from ._registry import encode_decoded, value_deserializer
 from ._output import PipeOutput
+from ._registry import encode_decoded, value_deserializer
 from ._ui import ProgressDisplay, UsageError, driver_options, eprint, use_rich
 
 if TYPE_CHECKING:
