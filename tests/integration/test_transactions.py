@@ -214,11 +214,15 @@ def test_abort_reports_queued_messages_as_failed_never_drops_them(mock_cluster):
 # ---- fencing -----------------------------------------------------------------------------
 
 
-def test_second_producer_with_same_id_fences_the_first_on_tansu(tansu, new_topic):
-    topic = new_topic(tansu)
+@pytest.mark.parametrize("kind", ["kafka", "tansu"])
+def test_second_producer_with_same_id_fences_the_first(kind, request, new_topic):
+    """On Apache Kafka (the reference) and Tansu: a second init_transactions of the same
+    transactional.id bumps the epoch; the first producer is fenced, fatally, at its commit."""
+    cluster = request.getfixturevalue("kafka_cluster" if kind == "kafka" else "tansu")
+    topic = new_topic(cluster)
     tid = f"tx-fence-{uuid.uuid4().hex[:8]}"
-    first = txn_producer(tansu, transactional_id=tid)
-    second = txn_producer(tansu, transactional_id=tid)  # bumps the epoch: first is fenced
+    first = txn_producer(cluster, transactional_id=tid)
+    second = txn_producer(cluster, transactional_id=tid)  # bumps the epoch: first is fenced
     try:
         first.begin_transaction()  # local: still allowed
         first.send(topic, 0, [b"zombie"])
@@ -239,7 +243,7 @@ def test_second_producer_with_same_id_fences_the_first_on_tansu(tansu, new_topic
     finally:
         first.stop(10)
         second.stop(10)
-    assert [v for _, v in read(tansu.bootstrap_servers, topic, 0, 1)] == [b"live"]
+    assert [v for _, v in read(cluster.bootstrap_servers, topic, 0, 1)] == [b"live"]
 
 
 def test_mock_cluster_fencing_is_injected_it_does_not_fence_by_itself(mock_cluster):
