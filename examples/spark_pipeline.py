@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,10 @@ console = Console(highlight=False)
 
 PAGES = 50
 STEP_TIMEOUT = 600.0
+# attempts per Spark task in local mode: a Python worker that does not connect back within
+# Spark's timeout (a loaded or freshly set-up machine) fails its task, and local[N] alone
+# would fail the whole job with it
+LOCAL_TASK_ATTEMPTS = 3
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -125,6 +130,9 @@ def spark_session(master: str = "local[2]", workdir: str = ".", archive: str | N
     import rdk.spark
 
     builder = SparkSession.builder
+    local = re.fullmatch(r"local\[(\d+|\*)\]", master)
+    if local:  # local mode retries no task unless told: survive a slow Python worker start
+        master = f"local[{local.group(1)},{LOCAL_TASK_ATTEMPTS}]"
     if jars:  # local files, shipped to executors by Spark itself (no Ivy)
         builder = builder.config("spark.jars", ",".join(jars))
     builder = (builder.master(master).appName("rdk-spark-pipeline")
