@@ -307,7 +307,8 @@ class AggregateReading:
 
     def problem(self, expected: int, last_change: float) -> str | None:
         """Why waiting longer cannot help, or None while it still can (lock held)."""
-        read = f"consumers read {sum(self.per_slot)} of {expected} aggregates"
+        read = (f"consumers read {len(self.got)} of {expected} users' aggregates "
+                f"({sum(self.per_slot)} records)")
         if self.errors or any(c.error is not None for c in self.consumers):
             return f"{read} and stopped with an error"
         if all(self.position.get(p, low) >= high for p, (low, high) in self.marks.items()):
@@ -326,12 +327,13 @@ class AggregateReading:
         deadline = time.monotonic() + timeout
         last_change, seen = time.monotonic(), 0
         with self.progress:
-            while sum(self.per_slot) < expected:
+            while len(self.got) < expected:  # (a retried Spark task may write some twice)
                 if sum(self.per_slot) != seen:
                     seen, last_change = sum(self.per_slot), time.monotonic()
                 why = self.problem(expected, last_change)
                 if why is None and time.monotonic() > deadline:
-                    why = f"consumers read {seen} of {expected} aggregates in {timeout:.0f} s"
+                    why = (f"consumers read {len(self.got)} of {expected} users' aggregates "
+                           f"in {timeout:.0f} s")
                 if why is not None:
                     raise SystemExit(self.why(why))
                 self.progress.wait(1.0)
