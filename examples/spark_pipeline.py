@@ -16,11 +16,13 @@ the session gets its jars (``spark.jars``) and step 2b reads the click topic wit
     bash scripts/setup.sh && .venv/bin/python examples/spark_pipeline.py [--events N | --million]
     .venv/bin/python examples/spark_pipeline.py --master "$(scripts/spark-cluster.sh start)"
 
-Without ``RDK_BROKERS`` it starts a Tansu broker (``--broker mock``: librdkafka's mock
-cluster in its own process); the work directory (checkpoints, offset files) is temporary
-unless ``--workdir`` is given. Spark runs in ``local[2]`` unless ``--master`` names a
-standalone cluster: then executors get rdk from the packed environment of the recipe of docs/guide/spark.md
-(``scripts/spark-cluster.sh env``, or ``--archive``), shipped with ``spark.archives``.
+Without ``RDK_BROKERS`` it starts Apache Kafka (``rdk.testing.KafkaCluster``, one KRaft node from
+the jars scripts/setup.sh fetched); ``--broker tansu`` starts a Tansu broker instead and
+``--broker mock`` librdkafka's mock cluster in its own process. The work directory
+(checkpoints, offset files) is temporary unless ``--workdir`` is given. Spark runs in
+``local[2]`` unless ``--master`` names a standalone cluster: then executors get rdk from the
+packed environment of the recipe of docs/guide/spark.md (``scripts/spark-cluster.sh env``,
+or ``--archive``), shipped with ``spark.archives``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -49,6 +52,10 @@ console = Console(highlight=False)
 
 PAGES = 50
 STEP_TIMEOUT = 600.0
+# attempts per Spark task in local mode: a Python worker that does not connect back within
+# Spark's timeout (a loaded or freshly set-up machine) fails its task, and local[N] alone
+# would fail the whole job with it
+LOCAL_TASK_ATTEMPTS = 3
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -123,6 +130,9 @@ def spark_session(master: str = "local[2]", workdir: str = ".", archive: str | N
     import rdk.spark
 
     builder = SparkSession.builder
+    local = re.fullmatch(r"local\[(\d+|\*)\]", master)
+    if local:  # local mode retries no task unless told: survive a slow Python worker start
+        master = f"local[{local.group(1)},{LOCAL_TASK_ATTEMPTS}]"
     if jars:  # local files, shipped to executors by Spark itself (no Ivy)
         builder = builder.config("spark.jars", ",".join(jars))
     builder = (builder.master(master).appName("rdk-spark-pipeline")
@@ -235,46 +245,127 @@ def stream_once(spark, bootstrap: str, clicks: str, checkpoint: str, max_per_tri
 
 
 # ---- 4. worker-slot consumers with offset files -------------------------------------------
-def consume_aggregates(bootstrap: str, topic: str, expected: int, offsets_dir: str,
-                       workers: int = 2) -> tuple[dict[str, dict], list[tuple[int, list[int], int]]]:
-    from rdk import Consumer
+STALL_SECONDS = 60.0  # no new aggregate for this long, with some still missing: fail, saying why
 
-    lock = threading.Lock()
-    done = threading.Event()
-    got: dict[str, dict] = {}
-    per_slot = [0] * workers
-    errors: list[BaseException] = []
 
-    def receiver(slot: int):
+class AggregateReading:
+    """What step 4's consumers read so far, and why they fall short when they do."""
+
+    def __init__(self, admin, topic: str, partitions: int, workers: int) -> None:
+        self.admin, self.topic, self.partitions = admin, topic, partitions
+        self.progress = threading.Condition()
+        self.got: dict[str, dict] = {}
+        self.per_slot = [0] * workers
+        self.position: dict[int, int] = {}  # partition -> next offset to read
+        self.errors: list[BaseException] = []
+        self.consumers: list = []
+        self.marks = self.watermarks()  # {partition: (low, high)} before reading
+
+    def watermarks(self) -> dict[int, tuple[int, int]]:
+        """``{partition: (low, high)}``: the Fetch high watermarks (right on every broker)."""
+        return {p: self.admin.watermarks(self.topic, p) for p in range(self.partitions)}
+
+    def receiver(self, slot: int):
         def receive(info) -> None:
             try:
                 records = [json.loads(m.value) for m in info.messages]
-            except Exception as e:  # stop waiting: the job cannot finish
-                errors.append(e)
-                done.set()
+            except ValueError as e:  # stop waiting: the job cannot finish
+                with self.progress:
+                    self.errors.append(e)
+                    self.progress.notify_all()
                 raise
-            with lock:
-                per_slot[slot] += len(records)
+            with self.progress:
+                self.per_slot[slot] += len(records)
                 for r in records:
-                    got[r["user"]] = r
-                if sum(per_slot) >= expected:
-                    done.set()
+                    self.got[r["user"]] = r
+                for p, (_, last) in info.offsets.items():
+                    self.position[p] = max(self.position.get(p, 0), last + 1)
+                self.progress.notify_all()
         return receive
 
-    consumers = [Consumer(bootstrap, topic, offsets_dir, receiver(slot), num_workers=workers,
-                          worker_slot=slot, start_offset="earliest")
-                 for slot in range(workers)]
-    owned = []
-    try:
-        for c in consumers:
-            owned.append(c.start())
-        if not done.wait(STEP_TIMEOUT) or errors:
-            raise SystemExit(f"consumers read {sum(per_slot)} of {expected} aggregates"
-                             + (f": {errors[0]!r}" if errors else ""))
-    finally:
-        for c in consumers:
-            c.stop()
-    return got, [(slot, owned[slot], per_slot[slot]) for slot in range(workers)]
+    def why(self, headline: str) -> str:
+        """The headline, then each partition's position against its watermarks, and errors."""
+        from rdk import KafkaError
+
+        lines = [headline]
+        try:
+            now = self.watermarks()
+        except KafkaError as e:  # the broker itself may be the trouble: say so
+            now = {}
+            lines[0] += f" (no watermarks now: {e})"
+        for p, (low, high) in sorted(self.marks.items()):
+            pos = self.position.get(p, low)
+            later = f", now {now[p][1]}" if p in now and now[p][1] != high else ""
+            lines.append(f"  partition {p}: position {pos} of high watermark {high}{later} "
+                         f"(low {low}), {high - pos} behind")
+        for slot, c in enumerate(self.consumers):
+            lines.append(f"  slot {slot}: partitions {c.partitions}, read {self.per_slot[slot]}, "
+                         f"error {c.error!r}")
+        if self.errors:
+            lines.append(f"  receive callback: {self.errors[0]!r}")
+        return "\n".join(lines)
+
+    def problem(self, expected: int, last_change: float) -> str | None:
+        """Why waiting longer cannot help, or None while it still can (lock held)."""
+        read = (f"consumers read {len(self.got)} of {expected} users' aggregates "
+                f"({sum(self.per_slot)} records)")
+        if self.errors or any(c.error is not None for c in self.consumers):
+            return f"{read} and stopped with an error"
+        if all(self.position.get(p, low) >= high for p, (low, high) in self.marks.items()):
+            return f"{read}, having reached the end of every partition"
+        idle = time.monotonic() - last_change
+        if idle > STALL_SECONDS:
+            return f"{read}, none for {idle:.0f} s"
+        return None
+
+    def wait(self, expected: int, timeout: float) -> None:
+        """Until ``expected`` records came; SystemExit saying why as soon as they cannot."""
+        stored = sum(high - low for low, high in self.marks.values())
+        if stored < expected:  # the write lost records: no reader can find them
+            raise SystemExit(self.why(f"the output topic holds {stored} records for "
+                                      f"{expected} aggregates written"))
+        deadline = time.monotonic() + timeout
+        last_change, seen = time.monotonic(), 0
+        with self.progress:
+            while len(self.got) < expected:  # (a retried Spark task may write some twice)
+                if sum(self.per_slot) != seen:
+                    seen, last_change = sum(self.per_slot), time.monotonic()
+                why = self.problem(expected, last_change)
+                if why is None and time.monotonic() > deadline:
+                    why = (f"consumers read {len(self.got)} of {expected} users' aggregates "
+                           f"in {timeout:.0f} s")
+                if why is not None:
+                    raise SystemExit(self.why(why))
+                self.progress.wait(1.0)
+
+
+def consume_aggregates(bootstrap: str, topic: str, expected: int, offsets_dir: str,
+                       partitions: int = 4, workers: int = 2
+                       ) -> tuple[dict[str, dict], list[tuple[int, list[int], int]]]:
+    """Read the output topic with ``workers`` worker-slot consumers until every aggregate is in.
+
+    Fails at once, saying why (per-partition positions against the high watermarks and each
+    consumer's error), when the topic holds fewer records than were written, when the
+    consumers reached the end of every partition short of ``expected``, when a consumer
+    stopped with an error, or when no record came for STALL_SECONDS.
+    """
+    from rdk import Admin, Consumer
+
+    with Admin(bootstrap) as admin:
+        reading = AggregateReading(admin, topic, partitions, workers)
+        reading.consumers = [
+            Consumer(bootstrap, topic, offsets_dir, reading.receiver(slot), num_workers=workers,
+                     worker_slot=slot, start_offset="earliest")
+            for slot in range(workers)]
+        owned = []
+        try:
+            for c in reading.consumers:
+                owned.append(c.start())
+            reading.wait(expected, STEP_TIMEOUT)
+        finally:
+            for c in reading.consumers:
+                c.stop()
+    return reading.got, [(slot, owned[slot], reading.per_slot[slot]) for slot in range(workers)]
 
 
 # ---- the job -------------------------------------------------------------------------------
@@ -286,8 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--users", type=int, default=10_000,
                     help="users to draw clicks from, Zipf-like (default 10000)")
     ap.add_argument("--partitions", type=int, default=4, help="partitions of the click topic")
-    ap.add_argument("--broker", choices=("tansu", "mock"), default="tansu",
-                    help="embedded broker when RDK_BROKERS is unset (default tansu)")
+    ap.add_argument("--broker", choices=("kafka", "tansu", "mock"), default="kafka",
+                    help="embedded broker when RDK_BROKERS is unset: kafka (Apache Kafka in "
+                         "KRaft mode, the default), tansu or mock")
     ap.add_argument("--workdir", help="keep checkpoints and offset files here")
     ap.add_argument("--master", default="local[2]",
                     help="Spark master (default local[2]); spark://HOST:PORT for a standalone "
@@ -313,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
             partitions = max(partitions, math.ceil((events + late) * 100 / (3 << 20)))
         run = uuid.uuid4().hex[:6]
         clicks, aggregates = f"clicks-{run}", f"user-clicks-{run}"
-        # the mock cluster (its own process), Tansu, or RDK_BROKERS's cluster: see examples/_broker.py
+        # Apache Kafka, Tansu, the mock cluster (its own process) or RDK_BROKERS's cluster:
+        # see examples/_broker.py
         target = os.environ["RDK_BROKERS"] if kind == "RDK_BROKERS" else kind
         broker = stack.enter_context(start_broker(target, {clicks: partitions, aggregates: 4}))
         bootstrap = broker.bootstrap_servers

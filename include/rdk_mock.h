@@ -21,6 +21,10 @@ rd_kafka_resp_err_t rd_kafka_mock_broker_set_rtt(rd_kafka_mock_cluster_t *mclust
 rd_kafka_resp_err_t rd_kafka_mock_broker_remove_from_metadata(rd_kafka_mock_cluster_t *mcluster,
                                                              int32_t broker_id);
 
+rd_kafka_resp_err_t rd_kafka_mock_coordinator_set(rd_kafka_mock_cluster_t *mcluster,
+                                                  const char *key_type, const char *key,
+                                                  int32_t broker_id);
+
 rd_kafka_resp_err_t rd_kafka_mock_partition_set_leader(rd_kafka_mock_cluster_t *mcluster,
                                                        const char *topic, int32_t partition,
                                                        int32_t broker_id);

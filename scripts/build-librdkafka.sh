@@ -12,7 +12,7 @@ LIBRDKAFKA_VERSION=2.15.1
 NPM_PACKAGE=@confluentinc/kafka-javascript@1.10.1
 # rdk's fixes to librdkafka (scripts/patches/librdkafka/*.patch, applied in order); bump the
 # level when they change so every prefix is rebuilt
-RDK_PATCH_LEVEL=5
+RDK_PATCH_LEVEL=6
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${RDK_LIBRDKAFKA_PREFIX:-$here/.deps/librdkafka}
 source_arg=${1:-}

@@ -26,23 +26,28 @@ fi
 
 scripts/build-librdkafka.sh
 
-# Apache Kafka's broker, tools and a log4j2 backend (scripts/kafka/pom.xml pins the release), copied
+# Apache Kafka's broker, tools and a log4j2 backend (scripts/kafka/pom.xml pins the reference
+# release; <kafka.matrix> lists the others of tests/integration/test_kafka_versions.py), copied
 # from Maven Central (through ~/.m2) into .deps/kafka-<version>/libs. The stamp holds the pom's
 # checksum: while it matches, nothing is asked of Maven or the network.
 kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml)
-kafka_dir=.deps/kafka-$kafka_version
+kafka_matrix=$(sed -n 's:.*<kafka.matrix>\(.*\)</kafka.matrix>.*:\1:p' scripts/kafka/pom.xml)
 kafka_sum=$(sha256sum scripts/kafka/pom.xml | cut -d' ' -f1)
-if [[ $(cat "$kafka_dir/.rdk-fetched" 2>/dev/null) != "$kafka_sum" ]]; then
-  echo "setup: fetching Apache Kafka $kafka_version jars with Maven"
-  rm -rf "$kafka_dir"
-  mkdir -p "$kafka_dir"
-  if ! mvn -q -B -Dstyle.color=never -f scripts/kafka/pom.xml dependency:copy-dependencies \
-         -DoutputDirectory="$PWD/$kafka_dir/libs.partial" -DincludeScope=runtime >"$kafka_dir/mvn.log" 2>&1; then
-    cat "$kafka_dir/mvn.log" >&2; echo "setup: fetching Apache Kafka's jars failed" >&2; exit 1
+for version in $kafka_version $kafka_matrix; do
+  kafka_dir=.deps/kafka-$version
+  if [[ $(cat "$kafka_dir/.rdk-fetched" 2>/dev/null) != "$kafka_sum" ]]; then
+    echo "setup: fetching Apache Kafka $version jars with Maven"
+    rm -rf "$kafka_dir"
+    mkdir -p "$kafka_dir"
+    if ! mvn -q -B -Dstyle.color=never -Dkafka.version="$version" -f scripts/kafka/pom.xml \
+           dependency:copy-dependencies -DoutputDirectory="$PWD/$kafka_dir/libs.partial" \
+           -DincludeScope=runtime >"$kafka_dir/mvn.log" 2>&1; then
+      cat "$kafka_dir/mvn.log" >&2; echo "setup: fetching Apache Kafka $version's jars failed" >&2; exit 1
+    fi
+    mv "$kafka_dir/libs.partial" "$kafka_dir/libs"
+    echo "$kafka_sum" >"$kafka_dir/.rdk-fetched"
   fi
-  mv "$kafka_dir/libs.partial" "$kafka_dir/libs"
-  echo "$kafka_sum" >"$kafka_dir/.rdk-fetched"
-fi
+done
 
 # Spark's own JVM Kafka connector (format("kafka")) beside rdkafka, for tests/spark/test_differential.py
 # and examples/spark_pipeline.py: scripts/spark-kafka/pom.xml pins it (and says why that version);

@@ -214,11 +214,15 @@ def test_abort_reports_queued_messages_as_failed_never_drops_them(mock_cluster):
 # ---- fencing -----------------------------------------------------------------------------
 
 
-def test_second_producer_with_same_id_fences_the_first_on_tansu(tansu, new_topic):
-    topic = new_topic(tansu)
+@pytest.mark.parametrize("kind", ["kafka", "tansu"])
+def test_second_producer_with_same_id_fences_the_first(kind, request, new_topic):
+    """On Apache Kafka (the reference) and Tansu: a second init_transactions of the same
+    transactional.id bumps the epoch; the first producer is fenced, fatally, at its commit."""
+    cluster = request.getfixturevalue("kafka_cluster" if kind == "kafka" else "tansu")
+    topic = new_topic(cluster)
     tid = f"tx-fence-{uuid.uuid4().hex[:8]}"
-    first = txn_producer(tansu, transactional_id=tid)
-    second = txn_producer(tansu, transactional_id=tid)  # bumps the epoch: first is fenced
+    first = txn_producer(cluster, transactional_id=tid)
+    second = txn_producer(cluster, transactional_id=tid)  # bumps the epoch: first is fenced
     try:
         first.begin_transaction()  # local: still allowed
         first.send(topic, 0, [b"zombie"])
@@ -239,7 +243,7 @@ def test_second_producer_with_same_id_fences_the_first_on_tansu(tansu, new_topic
     finally:
         first.stop(10)
         second.stop(10)
-    assert [v for _, v in read(tansu.bootstrap_servers, topic, 0, 1)] == [b"live"]
+    assert [v for _, v in read(cluster.bootstrap_servers, topic, 0, 1)] == [b"live"]
 
 
 def test_mock_cluster_fencing_is_injected_it_does_not_fence_by_itself(mock_cluster):
@@ -368,6 +372,49 @@ def test_mock_cluster_accepts_transactional_offsets_without_storing_them(mock_cl
     finally:
         meta.close()
         client.close()
+
+
+def test_send_offsets_finds_the_new_coordinator_when_the_old_one_leaves_the_cluster(mock_cluster):
+    """librdkafka patch 0004: the group coordinator's broker is killed and leaves the metadata
+    (decommissioned, as a SIGKILLed Kafka node's is once the controller fences it) while a new
+    one takes over. librdkafka's coordinator cache kept pointing to the gone broker, and with
+    no state change of it to wake the request, no FindCoordinator was ever sent: every
+    send_offsets_to_transaction timed out ("on broker (none)"). Now the request looks the
+    coordinator up again within a second or so and the transaction commits."""
+    mock_cluster.create_topic("in", 1)
+    mock_cluster.create_topic("out", 1)
+    bs, group, tid = mock_cluster.bootstrap_servers, "g-moves", "tx-coordinator-moves"
+    mock_cluster.coordinator_set("transaction", tid, 1)
+    mock_cluster.coordinator_set("group", group, 3)
+    mock_cluster.partition_set_leader("in", 0, 1)
+    mock_cluster.partition_set_leader("out", 0, 1)
+    client, meta = group_metadata(bs, group)
+    try:
+        with txn_producer(mock_cluster, transactional_id=tid) as p:
+            p.begin_transaction()
+            p.send("out", 0, [b"first"])
+            p.send_offsets_to_transaction({("in", 0): 1}, meta, 30)  # caches broker 3
+            p.commit_transaction(30)
+            mock_cluster.coordinator_set("group", group, 2)
+            mock_cluster.broker_set_down(3)
+            mock_cluster.broker_remove_from_metadata(3)
+            p.begin_transaction()
+            p.send("out", 0, [b"second"])
+            p.send_offsets_to_transaction({("in", 0): 2}, meta, 20)
+            p.commit_transaction(30)
+    finally:
+        meta.close()
+        client.close()
+    assert [v for _, v in read(bs, "out", 0, 2)] == [b"first", b"second"]
+
+
+def test_mock_coordinator_set_refuses_what_librdkafka_would_not_understand(mock_cluster):
+    with pytest.raises(ValueError, match="key_type must be 'transaction' or 'group', got 'txn'"):
+        mock_cluster.coordinator_set("txn", "x", 1)
+    with pytest.raises(TypeError, match="key must be str, got int"):
+        mock_cluster.coordinator_set("group", 5, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="broker_id"):
+        mock_cluster.coordinator_set("group", "g", "1")  # type: ignore[arg-type]
 
 
 # ---- calls and threads -------------------------------------------------------------------

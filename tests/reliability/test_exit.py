@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from helpers import produce, read_log, stored, values
@@ -200,15 +201,47 @@ def test_forked_child_exit_leaves_the_parents_consumer_alone(topic_with_data):
     assert_all_recorded(env)
 
 
-def test_worker_pool_left_running_is_stopped_gracefully_at_exit(topic_with_data):
+# The workers' receive callback (spawned workers import it by name): it logs each batch's last
+# offsets, and holds the batch ending a partition until the worker is asked to stop (SIGTERM
+# sets the worker's stop event), so that batch settles only in a graceful stop.
+EXIT_PROBE = """
+import os
+from pathlib import Path
+
+from rdk._worker_child import _child
+
+def receive(batch):
+    with open(Path(os.environ["PROBE"]) / "processed.log", "a") as f:
+        f.writelines(f"{p} {last}\\n" for p, (_, last) in batch.offsets.items())
+    if any(last == int(os.environ["LAST"]) for _, last in batch.offsets.values()):
+        _child["stop"].wait(60)
+"""
+
+
+def test_worker_pool_left_running_is_stopped_gracefully_at_exit(topic_with_data, tmp_path_factory):
+    """Gracefully: each worker's last batch, still in its callback when the interpreter exits,
+    is finished and recorded (offset files hold every processed batch, no temp file is left)
+    and the workers are gone. Workers killed instead leave that batch unrecorded."""
     env = topic_with_data(partitions=2)
+    probe = tmp_path_factory.mktemp("probe")  # (not in D, the offset directory)
+    (probe / "exit_probe.py").write_text(EXIT_PROBE)
+    env = {**env, "PROBE": str(probe), "LAST": "9",
+           "PYTHONPATH": os.pathsep.join([str(probe), os.environ.get("PYTHONPATH", "")])}
     proc = run_case("""
         import functools
+        from pathlib import Path
+        import exit_probe
         from rdk.workers import WorkerPool
-        pool = WorkerPool(2, functools.partial(rdk.Consumer, B, T, D, len, max_messages_per_callback=7))
+        pool = WorkerPool(2, functools.partial(rdk.Consumer, B, T, D, exit_probe.receive,
+                                               max_messages_per_callback=7))
         pool.start()
         assert pool.wait_started(60)
         print("pids", *pool.pids.values(), flush=True)
+        log, deadline = Path(os.environ["PROBE"]) / "processed.log", time.monotonic() + 60
+        while not (log.exists() and {"0 9", "1 9"} <= set(log.read_text().split("\\n"))):
+            assert time.monotonic() < deadline, "the workers did not reach the last messages"
+            time.sleep(0.05)
+        # exits with each worker holding its last batch in the callback
     """, env)
     assert_clean_exit(proc)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("pids "))
@@ -217,6 +250,12 @@ def test_worker_pool_left_running_is_stopped_gracefully_at_exit(topic_with_data)
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    processed = (probe / "processed.log").read_text().split()
+    assert sorted(processed[1::2]) == ["6", "6", "9", "9"]  # batches 0-6 and 7-9 of each
+    assert_all_recorded(env)
+    topic = env["T"]  # the offset files and the topic's lock file; no temp file, no probe
+    assert sorted(f.name for f in Path(env["D"]).iterdir()) == [
+        f".{topic}.lock", f"{topic}-0.offset", f"{topic}-1.offset"]
 
 
 @pytest.mark.parametrize("broker", ["mock"], indirect=True)

@@ -1,5 +1,5 @@
-"""The main job (README's first command), examples/spark_pipeline.py, runs to the end on both
-embedded brokers."""
+"""The main job (README's first command), examples/spark_pipeline.py, runs to the end on each
+embedded broker (Apache Kafka, the default; Tansu; the mock cluster)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("broker", ["tansu", "mock"])
+@pytest.mark.parametrize("broker", ["kafka", "tansu", "mock"])
 def test_the_main_job_passes_its_checks_on_an_embedded_broker(broker, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RDK_BROKERS"}
     env.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -1,8 +1,9 @@
 """Transactional topics under both isolation levels (KafkaRelationSuite and
-KafkaMicroBatchSourceSuite "read Kafka transactional messages"), on Tansu, written by an
-independent client (confluent-kafka's transactional producer).
+KafkaMicroBatchSourceSuite "read Kafka transactional messages"), on Apache Kafka and on Tansu,
+written by an independent client (confluent-kafka's transactional producer).
 
-Tansu 0.6 writes transaction markers and honours the last stable offset, but its Fetch
+On Apache Kafka the tests assert exactly what read_committed means: aborted records never
+appear. Tansu 0.6 writes transaction markers and honours the last stable offset, but its Fetch
 responses list no aborted transactions, so every client (confluent-kafka too) returns
 aborted records under read_committed there. The tests therefore compare rdkafka with
 confluent-kafka reading the same topic at the same isolation level, and assert outright
@@ -14,14 +15,23 @@ from __future__ import annotations
 
 import pytest
 
+from rdk.testing import KafkaCluster
+
 pytestmark = pytest.mark.spark
 
 COMMITTED = {"kafka.isolation.level": "read_committed"}
 UNCOMMITTED = {"kafka.isolation.level": "read_uncommitted"}
 
 
+@pytest.fixture(params=["kafka", "tansu"])
+def txn_broker(request):
+    """The broker of the transactions: the session's Apache Kafka, and Tansu."""
+    return request.getfixturevalue("kafka_cluster" if request.param == "kafka" else "tansu")
+
+
 @pytest.fixture
-def txn_producer(tansu, new_topic):
+def txn_producer(txn_broker, new_topic):
+    tansu = txn_broker
     ck = pytest.importorskip("confluent_kafka")
     topic = new_topic(tansu, 1)
     producer = ck.Producer({"bootstrap.servers": tansu.bootstrap_servers,
@@ -72,8 +82,8 @@ def independent(tansu, topic, level):
         consumer.close()
 
 
-def test_batch_reads_transactions_by_isolation_level(tansu, txn_producer, kafka_reader):
-    topic, send = txn_producer
+def test_batch_reads_transactions_by_isolation_level(txn_broker, txn_producer, kafka_reader):
+    tansu, topic, send = txn_broker, *txn_producer
 
     def read(level):
         return kafka_reader(tansu, subscribe=topic, **level).load()
@@ -88,14 +98,16 @@ def test_batch_reads_transactions_by_isolation_level(tansu, txn_producer, kafka_
     committed = values(read(COMMITTED))
     assert committed == independent(tansu, topic, COMMITTED)
     assert set(committed) >= {*range(1, 6), *range(11, 16)}  # aborted: as the broker says
+    if isinstance(tansu, KafkaCluster):  # the reference: aborted records never appear
+        assert committed == [*range(1, 6), *range(11, 16)]
     assert values(read(UNCOMMITTED)) == independent(tansu, topic, UNCOMMITTED) == list(
         range(1, 16))  # aborted ones too, never the markers
 
 
 def test_stream_reads_committed_records_through_markers_and_aborts(
-        tansu, txn_producer, kafka_reader, tmp_path):
+        txn_broker, txn_producer, kafka_reader, tmp_path):
     """Micro-batches of 3 offsets whose ranges hold only markers or aborted records."""
-    topic, send = txn_producer
+    tansu, topic, send = txn_broker, *txn_producer
     seen: list[list[int]] = []
     checkpoint = str(tmp_path / "cp")
 
@@ -127,3 +139,5 @@ def test_stream_reads_committed_records_through_markers_and_aborts(
     later = run()
     assert [0, 1, 2, 3, 4, *later] == independent(tansu, topic, COMMITTED)
     assert set(later) >= {12, 13, 14, 15, 16, 18, 20, 22, 23}
+    if isinstance(tansu, KafkaCluster):  # the reference: aborted records never appear
+        assert later == [12, 13, 14, 15, 16, 18, 20, 22, 23]

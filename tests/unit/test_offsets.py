@@ -7,10 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -143,24 +141,29 @@ else:
 """
 
 
-def test_read_only_directory_raises():
-    """Root writes into read-only directories, and CI runs as root: there the check runs in
-    a subprocess as ``nobody`` (setpriv), on a 0555 directory inside a fresh 0755 temp dir."""
-    with tempfile.TemporaryDirectory(prefix="rdk-ro-") as base:
-        os.chmod(base, 0o755)  # (mkdtemp makes it 0700: nobody could not reach it)
-        d = Path(base) / "ro"
-        d.mkdir()
-        d.chmod(0o555)
-        cmd = [sys.executable, "-c", READ_ONLY_CHECK, str(d)]
-        if os.geteuid() == 0:
-            assert shutil.which("setpriv"), "setpriv (util-linux) is needed to run this as nobody"
-            cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *cmd]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+def test_read_only_directory_raises(tmp_path):
+    """Root writes into read-only directories, and CI runs as root: there the check runs in a
+    subprocess that stays root but has lost the capabilities that override file permissions
+    (setpriv drops CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER from its bounding set),
+    so it reads the checkout wherever it lives (a 0700 folder too) yet cannot write into the
+    0555 directory."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    cmd = [sys.executable, "-c", READ_ONLY_CHECK, str(d)]
+    if os.geteuid() == 0:
+        assert shutil.which("setpriv"), "setpriv (util-linux) is needed to drop root's DAC capabilities"
+        cmd = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all",
+               "--bounding-set=-dac_override,-dac_read_search,-fowner", "--", *cmd]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
-        assert run.returncode == 0, run.stderr
-        assert run.stdout.startswith("OffsetFileError:") and "not writable" in run.stdout, run.stdout
-        assert str(d) in run.stdout
-        assert list(d.iterdir()) == []
+    finally:
+        d.chmod(0o755)  # (so tmp_path can be cleaned)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("OffsetFileError:") and "not writable" in run.stdout, run.stdout
+    assert str(d) in run.stdout
+    assert list(d.iterdir()) == []
 
 
 def test_a_failed_write_leaves_no_temp_file_and_keeps_the_old_value(tmp_path):

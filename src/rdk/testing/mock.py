@@ -190,6 +190,31 @@ class MockCluster(EmbeddedBroker):
         self._broker_call(lib.rd_kafka_mock_broker_remove_from_metadata, broker_id,
                           "remove from metadata")
 
+    def coordinator_set(self, key_type: str, key: str, broker_id: int) -> None:
+        """Make ``broker_id`` the coordinator of a transactional id or a group (librdkafka's
+        rd_kafka_mock_coordinator_set; by default the mock cluster hashes the key).
+
+        Args:
+            key_type: ``"transaction"`` (``key`` is a transactional.id) or ``"group"``.
+            key: The transactional.id or group id.
+            broker_id: The new coordinator, 1..num_brokers.
+
+        Raises:
+            ValueError: ``key_type`` is neither ``"transaction"`` nor ``"group"``.
+            TypeError: ``key`` is not a str.
+            rdk.KafkaError: librdkafka refused.
+            rdk.RdkError: The mock cluster is closed.
+            rdk.ClosedError: In a process forked after the cluster was made.
+        """
+        if key_type not in ("transaction", "group"):
+            raise ValueError(f"key_type must be 'transaction' or 'group', got {key_type!r}")
+        if not isinstance(key, str):
+            raise TypeError(f"key must be str, got {type(key).__name__}")
+        _check_broker_id(broker_id)
+        check(lib.rd_kafka_mock_coordinator_set(self._cluster, key_type.encode(), key.encode(),
+                                                broker_id),
+              f"{key_type} coordinator of {key!r} on broker {broker_id}")
+
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
         """Delay the broker's responses by ``rtt_ms`` milliseconds.
 
