@@ -77,9 +77,17 @@ if [[ $(cat "$apicurio_dir/.rdk-fetched" 2>/dev/null) != "$apicurio_sum" ]]; the
   echo "setup: fetching Apicurio Registry $apicurio_version with Maven"
   rm -rf "$apicurio_dir" "$apicurio_dir.partial"
   mkdir -p "$apicurio_dir.partial"
+  # markers in the fresh folder: Maven's own (under scripts/apicurio/target) would skip the unpack
+  # of a package it unpacked once before, leaving an empty folder
   if ! mvn -q -B -Dstyle.color=never -f scripts/apicurio/pom.xml dependency:unpack \
-         -DoutputDirectory="$PWD/$apicurio_dir.partial" >"$apicurio_dir.partial/mvn.log" 2>&1; then
+         -DoutputDirectory="$PWD/$apicurio_dir.partial" -Dmdep.overWriteReleases=true \
+         -DmarkersDirectory="$PWD/$apicurio_dir.partial/.markers" \
+         >"$apicurio_dir.partial/mvn.log" 2>&1; then
     cat "$apicurio_dir.partial/mvn.log" >&2; echo "setup: fetching Apicurio Registry failed" >&2; exit 1
+  fi
+  if [[ ! -f $apicurio_dir.partial/quarkus-run.jar ]]; then
+    echo "setup: Maven unpacked no Apicurio Registry server (no quarkus-run.jar) into $apicurio_dir.partial" >&2
+    exit 1
   fi
   mv "$apicurio_dir.partial" "$apicurio_dir"
   echo "$apicurio_sum" >"$apicurio_dir/.rdk-fetched"
