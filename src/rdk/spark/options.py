@@ -67,13 +67,12 @@ _READ_OPTIONS = {
     # rdk.spark.registry: schema-registry framed Avro values
     "valueformat", "schemaregistry.url", "schemaregistry.subject", "schemaregistry.basicauth",
 }
-_WRITE_OPTIONS = {"topic", "includeheaders", "exactlyonce", "transactionalidprefix"}
+_WRITE_OPTIONS = {"topic", "includeheaders"}
 
 # The user-facing spelling of each option, for messages.
 _SPELLING = {name.lower(): name for name in (
     "subscribe", "assign", "subscribePattern", "startingOffsets", "endingOffsets",
     "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss", "includeHeaders",
-    "exactlyOnce", "transactionalIdPrefix",
     "kafkaConsumer.pollTimeoutMs", "numWorkers", "workerSlot", "topic",
     "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "endingTimestamp", "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay",
@@ -184,11 +183,6 @@ class WriteOptions:
     """The ``topic`` option; None: each row's ``topic`` column."""
     value_codec: Any = None
     """valueFormat=avro: the codec (``rdk.spark.registry``) encoding ``value``."""
-    exactly_once: bool = False
-    """The ``exactlyOnce`` option: each micro-batch's rows in Kafka transactions (streams only)."""
-    transactional_id_prefix: str = "rdk-spark"
-    """The ``transactionalIdPrefix`` option: the start of the sink's transactional ids and of
-    its marker groups (``<prefix>-<query id>-<partition>``)."""
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
@@ -608,29 +602,7 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
     if topic is not None:
         _topic_ok(topic.strip(), "topic")
         topic = topic.strip()
-    exactly_once = _bool(opts, "exactlyonce", False)
-    prefix = opts.get("transactionalidprefix", "rdk-spark")
-    if exactly_once:
-        _check_exactly_once(kafka, prefix)
-    elif "transactionalidprefix" in opts:
-        raise ConfigError("rdkafka sink: option 'transactionalIdPrefix' needs "
-                          "option 'exactlyOnce' set to 'true'")
-    return WriteOptions(kafka=kafka, topic=topic, exactly_once=exactly_once,
-                        transactional_id_prefix=prefix)
-
-
-def _check_exactly_once(kafka: Mapping[str, str], prefix: str) -> None:
-    """What the exactly-once sink derives itself, or cannot work with."""
-    if not prefix.strip() or prefix != prefix.strip() or any(c.isspace() for c in prefix):
-        raise ConfigError(f"rdkafka sink: option 'transactionalIdPrefix' {prefix!r} must be "
-                          "non-empty and without whitespace")
-    if "transactional.id" in kafka:
-        raise ConfigError("rdkafka sink: option 'kafka.transactional.id' is not allowed with "
-                          "'exactlyOnce': each task derives its own from "
-                          "'transactionalIdPrefix', the query's id and its partition")
-    if kafka.get("enable.idempotence", "true").lower() in ("false", "0"):
-        raise ConfigError("rdkafka sink: 'exactlyOnce' needs an idempotent producer; "
-                          "remove option 'kafka.enable.idempotence=false'")
+    return WriteOptions(kafka=kafka, topic=topic)
 
 
 def parse_include_headers(options: Mapping[str, Any]) -> bool:

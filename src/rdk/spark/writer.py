@@ -100,23 +100,19 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
     return batch.column(i) if i >= 0 else None
 
 
-def producer_config(opts: WriteOptions, transactional_id: str | None = None
-                    ) -> tuple[Hashable, Callable[[], Any]]:
-    """(cache key, factory) of the producer a task of ``opts`` writes with (transactional
-    with ``transactional_id``: the exactly-once sink's, never cached)."""
+def producer_config(opts: WriteOptions) -> tuple[Hashable, Callable[[], Any]]:
+    """(cache key, factory) of the producer a task of ``opts`` writes with."""
     driver, topic = split_properties(opts.kafka)
     bootstrap = driver.pop("bootstrap.servers")
     # kafka.partitioner chooses; else murmur2 like the JVM sink
     balancer = "consistent_random" if "partitioner" in topic else "murmur2_random"
-    key = (bootstrap, balancer, tuple(sorted(driver.items())), tuple(sorted(topic.items())),
-           transactional_id)
+    key = (bootstrap, balancer, tuple(sorted(driver.items())), tuple(sorted(topic.items())))
 
     def make() -> Any:
         from ..producer import Producer
 
         return Producer(bootstrap, driver_options=driver, topic_options=topic,
-                        balancer=balancer, on_queue_full="block",
-                        transactional_id=transactional_id)
+                        balancer=balancer, on_queue_full="block")
 
     return key, make
 
@@ -289,10 +285,6 @@ class KafkaBatchWriter(DataSourceArrowWriter):
     """``df.write.format("rdkafka").mode("append")``."""
 
     def __init__(self, opts: WriteOptions) -> None:
-        if opts.exactly_once:
-            raise ConfigError("rdkafka sink: option 'exactlyOnce' is for streaming writes "
-                              "(df.writeStream): a batch write has no micro-batch that a "
-                              "retry replays; write it at-least-once without the option")
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
@@ -305,26 +297,17 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything
-    (in one transaction per task with the ``exactlyOnce`` option)."""
+    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        if self.opts.exactly_once:
-            from ._exactly_once import write_exactly_once
-
-            return KafkaCommitMessage(write_exactly_once(self.opts, iterator))
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list, batchId: int) -> None:
         """Nothing to do: every row was delivered before its task returned."""
 
     def abort(self, messages: list, batchId: int) -> None:
-        if self.opts.exactly_once:
-            log.warning("rdkafka sink: micro-batch %d failed; its tasks' transactions that "
-                        "committed are kept and the replay skips them", batchId)
-        else:
-            log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in "
-                        "Kafka", batchId)
+        log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in Kafka",
+                    batchId)
