@@ -21,6 +21,14 @@ ORDER_JSON = json.dumps({
 })
 
 
+def confluent_conf(registry) -> dict:
+    """confluent-kafka's SchemaRegistryClient settings for the session's registry. With a
+    request timeout: its client (httpx) has none by default, and one request of a full suite
+    run (its associations lookup) once waited for Apicurio's answer until pytest's 600 s limit;
+    a timed-out request is retried (``max.retries``)."""
+    return {"url": registry.url, "timeout": 10, "max.retries": 3}
+
+
 def orders(n: int, start: int = 0) -> list[dict]:
     return [{"id": i, "item": f"item-{i}", "price": i * 1.5, "note": None if i % 2 else f"n{i}"}
             for i in range(start, start + n)]

@@ -8,7 +8,7 @@ import json
 import struct
 
 import pytest
-from conftest import ORDER_AVRO, orders
+from conftest import ORDER_AVRO, confluent_conf, orders
 
 from rdk.schema_registry import (
     AvroDeserializer,
@@ -36,7 +36,7 @@ def test_interop_with_confluent_kafka_byte_identical_both_ways(sr, schema_regist
 
     values = orders(20)
     ctx = SerializationContext(topic, MessageField.VALUE)
-    csr = SchemaRegistryClient({"url": schema_registry.url})
+    csr = SchemaRegistryClient(confluent_conf(schema_registry))
     theirs = [CAvroSerializer(csr, ORDER_AVRO)(v, ctx) for v in values]
     ours = AvroSerializer(sr, ORDER_AVRO).serialize(topic, values)
     assert ours == theirs                                   # same schema id, same bytes

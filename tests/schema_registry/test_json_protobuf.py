@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ORDER_JSON, order_message_class
+from conftest import ORDER_JSON, confluent_conf, order_message_class
 
 from rdk.schema_registry import (
     DeserializationError,
@@ -24,7 +24,7 @@ JSON_ORDERS = [{"id": i, "item": f"item-{i}", "price": i * 0.5} for i in range(1
 def _confluent(schema_registry):
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    return SchemaRegistryClient({"url": schema_registry.url})
+    return SchemaRegistryClient(confluent_conf(schema_registry))
 
 
 def _ctx(topic):
