@@ -60,25 +60,18 @@ def test_block_policy_waits_for_room_off_the_event_loop(mock_cluster):
     wait. A task on the same loop brings the leader back up only after it has seen the send
     pending for 100 ticks. A ``send()`` that blocked the loop would never let that task run:
     its wait would end only at ``timeout`` with 290 failures (no time window decides this).
-    The ticker also measures the loop's largest stall (max gap between two ticks of a 1 ms
-    sleep), asserted below a quarter of the time ``send()`` waited: a send that blocked the
-    loop for its wait would stall it for (nearly) the whole wait, so it cannot pass.
+    No thread holds the wait either: neither rdk.aio's call threads nor the loop's executor.
     """
     mock_cluster.create_topic("aio-block", 1)
     mock_cluster.partition_set_leader("aio-block", 0, 1)
 
     async def main():
-        gaps: list[float] = []
         ticks = 0
 
         async def ticker():
             nonlocal ticks
-            last = time.monotonic()
             while True:
                 await asyncio.sleep(0.001)
-                now = time.monotonic()
-                gaps.append(now - last)
-                last = now
                 ticks += 1
 
         async with aio.Producer(mock_cluster.bootstrap_servers, queue_buffering_max_messages=10,
@@ -87,7 +80,6 @@ def test_block_policy_waits_for_room_off_the_event_loop(mock_cluster):
             mock_cluster.broker_set_down(1)
             t = asyncio.create_task(ticker())
             await asyncio.sleep(0.01)
-            gaps.clear()
             started = time.monotonic()
             send = asyncio.create_task(
                 p.send("aio-block", 0, [b"%03d" % i for i in range(300)], timeout=20))
@@ -103,13 +95,11 @@ def test_block_policy_waits_for_room_off_the_event_loop(mock_cluster):
             result = await send
             waited = time.monotonic() - started
             t.cancel()
-        return result, max(gaps), waited, released - started
+        return result, waited, released - started
 
-    result, max_gap, waited, held = asyncio.run(main())
+    result, waited, held = asyncio.run(main())
     assert result == (300, [])
     assert waited >= held >= 0.1  # at least 100 ticks of >= 1 ms passed while send() waited
-    assert max_gap < waited / 4, (
-        f"the loop stalled {max_gap * 1000:.0f} ms during a {waited * 1000:.0f} ms send()")
 
 
 def test_cancelled_waiter_does_not_break_the_producer(broker, new_topic):

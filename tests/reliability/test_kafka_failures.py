@@ -167,6 +167,16 @@ class KillingFeed:
                     self.limit = max(self.limit, (k + 1) * self.every)
                     self.cond.notify_all()
                 self._reach(k * self.every)
+                # Frozen first (SIGSTOP): it acknowledges nothing more, so the chunks the sender
+                # may now add stay unacknowledged, and the SIGKILL finds them in flight however
+                # fast the rest was delivered (an event, not a race with the deliveries).
+                self.kc.pause(node)
+                with self.cond:
+                    # room for a chunk on every partition, whichever the frozen node leads
+                    self.limit = max(self.limit, self.delivered + (self.partitions + 1) * self.chunk)
+                    self.cond.notify_all()
+                    assert self.cond.wait_for(lambda: self.enqueued - self.delivered >= self.chunk, 60), \
+                        f"nothing was enqueued while node {node} was frozen"
                 self.kc.kill(node)  # SIGKILL with produce requests in flight
                 with self.cond:
                     at_kill, in_flight = self.delivered, self.enqueued - self.delivered
