@@ -57,7 +57,7 @@ def test_bad_arguments_raise_naming_the_bad_thing_before_any_request(totals, err
         started = time.monotonic()
         with pytest.raises(error, match=message):
             admin.create_partitions(totals, timeout=5)
-        assert time.monotonic() - started < 1, "a request was sent before the check"
+        assert time.monotonic() - started < 4, "a request was sent before the check (it waits out timeout=5)"
 
 
 @pytest.mark.parametrize(("timeout", "error", "message"), [
@@ -74,7 +74,7 @@ def test_nothing_to_do_sends_nothing():
     with Admin("127.0.0.1:9", {"log_level": 0}) as admin:
         started = time.monotonic()
         admin.create_partitions({}, timeout=5)
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 4  # a request sent would wait out timeout=5
 
 
 # -- brokers that cannot add partitions ----------------------------------------------------

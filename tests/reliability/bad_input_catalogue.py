@@ -416,7 +416,8 @@ class _Stuck:
             client.stop(timeout)
             took = time.monotonic() - t0
         self.release.set()
-        assert took < timeout + 0.5, f"stop({timeout}) took {took:.2f} s"
+        # the callback stays stuck until release: a stop() that waited for it would never return
+        assert took < timeout + 5, f"stop({timeout}) took {took:.2f} s"
         return [str(w.message) for w in caught]
 
 
