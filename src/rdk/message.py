@@ -9,6 +9,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+__all__ = ["Message"]
+
 try:  # the C field accessor namedtuple uses: one call per attribute read
     from collections import _tuplegetter  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - other Pythons: the same with property + itemgetter
