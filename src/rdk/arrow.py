@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 
 from ._binding import ffi, lib
 
-__all__ = ["HEADERS_TYPE", "empty_batch", "error_mask", "kafka_schema", "record_batch"]
+# the Arrow layout behind the Spark source (kafka_schema is public as rdk.spark.kafka_schema)
+__all__: list[str] = []
 
 HEADER_FIELDS = [pa.field("key", pa.string()), pa.field("value", pa.binary())]
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct(HEADER_FIELDS)))

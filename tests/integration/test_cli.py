@@ -19,6 +19,8 @@ import pytest
 from helpers import wait_until
 
 import rdk
+import rdk.cli._framing
+import rdk.cli._ui
 from rdk import Admin, cli
 from rdk.offsets import (
     list_offset_files,
@@ -220,7 +222,7 @@ def test_offsets_show_of_a_missing_directory_fails_clearly(tmp_path, capsys):
 
 
 def frames(values) -> bytes:
-    return b"".join(cli.frame(v) for v in values)
+    return b"".join(cli._framing.frame(v) for v in values)
 
 
 def test_binary_round_trip_through_produce_and_consume_is_byte_identical(broker, new_topic, tmp_path):
@@ -540,7 +542,7 @@ def test_stats_watch_refreshes_until_interrupted(mock_cluster, tmp_path):
 
 def test_rich_table_and_progress_render_when_asked(mock_cluster, tmp_path, capsys):
     buf = io.StringIO()
-    cli.print_table("offsets", ["topic", "partition", "stored"], [("events", 3, 1499)],
+    cli._ui.print_table("offsets", ["topic", "partition", "stored"], [("events", 3, 1499)],
                     rich_output=True, out=buf)
     text = buf.getvalue()
     assert "events" in text and "1499" in text and "─" in text  # a rich box, not plain text

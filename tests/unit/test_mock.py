@@ -117,7 +117,7 @@ def test_python_m_rdk_mock_lists_the_registry_kinds_and_refuses_a_bad_count():
 
 
 def test_building_the_cli_parser_imports_no_broker_module():
-    code = ("import sys, rdk.cli; rdk.cli.build_parser(); "
+    code = ("import sys, rdk.cli._parser; rdk.cli._parser.build_parser(); "
             "print(sorted(m for m in sys.modules if m == 'rdk.mock' or m.startswith('rdk.testing.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "['rdk.testing._kinds', 'rdk.testing._serve']"

@@ -37,7 +37,8 @@ from ._progress import Key, Progress
 
 __all__ = ["METADATA_TIMEOUT", "GroupAssignment", "SlotAssignment", "Wiring", "fenced_seek"]
 
-METADATA_TIMEOUT = 10.0        # start(): seconds to learn the topic's partitions from the broker
+METADATA_TIMEOUT = 10.0
+"""Seconds ``start()`` waits for the topic's partitions from the broker."""
 _WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
 
 

@@ -477,9 +477,9 @@ class Consumer(Lifecycle):
         client = self._assignment.client
         if client is None or self._state != "running":
             raise RuntimeError("group_metadata() needs a started consumer (start() or batches())")
-        from ..transactions import GroupMetadata
+        from ..transactions import group_metadata_of
 
-        return GroupMetadata._from_client(client)
+        return group_metadata_of(client)
 
     def __repr__(self) -> str:
         if self.group_id is not None:

@@ -43,6 +43,8 @@ __all__ = ["REVOKE_TIMEOUT", "GroupHost", "GroupMember", "GroupOffsetStore", "Ke
 #: seconds a revoke waits at most for the revoked partitions' in-flight batches to settle
 #: (and less if ``max.poll.interval.ms``, the group's rebalance timeout, is under twice that)
 REVOKE_TIMEOUT = 30.0
+"""Seconds a revoke waits at most for the revoked partitions' in-flight batches to settle
+(less when ``max.poll.interval.ms``, the group's rebalance timeout, is under twice that)."""
 _COMMIT_TIMEOUT = 10.0
 _POLL_MS = 100
 

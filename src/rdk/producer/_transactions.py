@@ -10,14 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._binding import lib
 from ..errors import ClosedError, TransactionError
-from ..transactions import (
-    GroupMetadata,
-    check_offsets,
-    check_partitions_exist,
-    new_partition_list,
-    raise_for_error,
-)
+from ..transactions import GroupMetadata, borrowed_pointer
 from ._config import ERR_NOT_CONFIGURED, INT32_MAX, timeout_seconds
+from ._txn_checks import check_offsets, check_partitions_exist, new_partition_list, raise_for_error
 
 if TYPE_CHECKING:
     from ._core import ProducerState
@@ -50,8 +45,7 @@ class Transactions:
                             f"Consumer.group_metadata()), got {type(group_metadata).__name__}")
         ms = self._timeout_ms(timeout, "send_offsets_to_transaction")
         parts = new_partition_list(checked)
-        with group_metadata._lock:  # close() of the metadata waits for this call
-            cgmd = group_metadata._pointer()
+        with borrowed_pointer(group_metadata) as cgmd:  # its close() waits for this call
             check_partitions_exist(self._s.client, checked, self.partitions, start + ms / 1000)
             ms = max(0, ms - int((time.monotonic() - start) * 1000))
             self._call("send_offsets_to_transaction",

@@ -38,7 +38,8 @@ from .._partitions import (
 from ..errors import ConfigError, KafkaError
 from .options import EARLIEST, LATEST, Offsets, ReadOptions, Timestamps
 
-__all__ = ["TP", "OffsetRange", "Planner", "split_ranges"]
+# the data source's internals; rdk.spark re-exports what users see
+__all__: list[str] = []
 
 log = logging.getLogger("rdk.spark")
 

@@ -28,8 +28,8 @@ from ._cache import CONSUMERS
 from .options import ReadOptions, split_properties
 from .planner import OffsetRange, Planner, split_ranges
 
-__all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "MalformedRecordError",
-           "read_range"]
+# the data source's internals; rdk.spark re-exports what users see
+__all__ = ["DataLossError", "MalformedRecordError"]
 
 log = logging.getLogger("rdk.spark")
 

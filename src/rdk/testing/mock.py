@@ -19,7 +19,7 @@ from ..validate import check_choice, check_int, check_timeout, check_topic_name
 from ._base import EmbeddedBroker
 from ._process import first_line, server_process, stop_process
 
-__all__ = ["API_KEYS", "MAX_MOCK_BROKERS", "MockCluster", "MockClusterProcess"]
+__all__ = ["API_KEYS", "MockCluster", "MockClusterProcess"]
 
 # Kafka protocol request types, for push_request_errors().
 API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
