@@ -102,11 +102,17 @@ def new_consumer(job: Job, callback: Any, offset_dir: str, **extra: Any) -> Any:
                     max_messages_per_callback=job.batch, driver_options=driver, **kw, **extra)
 
 
-def store_figures(consumer: Any, seconds: float) -> dict[str, Any]:
+def file_store(job: Job, offset_dir: str) -> Any:
+    """The consumer's offset files as an ``rdk.FileOffsetStore`` the bench holds, to read its
+    public counters; None with ``offset_store=noop``."""
+    if job.options.get("offset_store") == "noop":
+        return None
+    return need("rdk.offsets").FileOffsetStore(offset_dir, job.topic)
+
+
+def store_figures(store: Any, seconds: float) -> dict[str, Any]:
     """The FileOffsetStore's counters over the consumer's life, per second of it."""
-    progress = getattr(consumer, "_progress", None)  # (rdk.consumer._progress.Progress)
-    store = getattr(progress, "store", None)
-    if seconds <= 0 or not hasattr(store, "files_written"):
+    if store is None or seconds <= 0:
         return {}
     return {"offset_flushes": store.flushes, "offset_files_written": store.files_written,
             "offset_sync_calls": store.sync_calls,
@@ -154,7 +160,8 @@ def consume(job: Job) -> dict[str, Any]:
     if job.options.get("workers"):
         return pool_consume(job)
     with tempfile.TemporaryDirectory(prefix="rdk-bench-") as offsets:
-        c = new_consumer(job, receive, offsets)
+        store = file_store(job, offsets)
+        c = new_consumer(job, receive, offsets, **({} if store is None else {"offset_store": store}))
         t0 = time.perf_counter()
         c.start()
         started = time.perf_counter() - t0
@@ -164,7 +171,7 @@ def consume(job: Job) -> dict[str, Any]:
         c.stop()
         life = time.perf_counter() - t0
     return clock.result(state["count"], errors=0, bad_size=state["bad_size"],
-                        start_seconds=started, **store_figures(c, life))
+                        start_seconds=started, **store_figures(store, life))
 
 
 # ---- rdk.workers: a pool of consumer processes ----------------------------------------

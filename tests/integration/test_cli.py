@@ -14,11 +14,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from helpers import wait_until
 
 import rdk
+import rdk.cli._bench
 import rdk.cli._framing
 import rdk.cli._ui
 from rdk import Admin, cli
@@ -127,6 +129,19 @@ def test_bench_says_clearly_when_bench_run_py_is_missing(tmp_path, monkeypatch, 
     assert cli.main(["bench"]) == 1
     err = capsys.readouterr().err
     assert "bench/run.py was not found" in err and "source repository" in err
+
+
+def test_bench_runs_no_bench_run_py_of_a_directory_that_is_not_a_clone(tmp_path, monkeypatch):
+    stranger = tmp_path / "bench" / "run.py"
+    stranger.parent.mkdir()
+    stranger.write_text("raise SystemExit('a stranger ran')\n")
+    monkeypatch.chdir(tmp_path)
+    assert stranger not in cli._bench.bench_candidates()  # a directory with bench/ only
+    (tmp_path / "src" / "rdk").mkdir(parents=True)
+    (tmp_path / "src" / "rdk" / "__init__.py").write_text("")
+    assert stranger in cli._bench.bench_candidates()  # a clone's layout
+    this_clone = Path(__file__).resolve().parents[2]
+    assert cli._bench.bench_candidates()[0] == this_clone / "bench" / "run.py"  # first
 
 
 def test_bench_delegates_to_run_py_main_with_the_arguments(tmp_path, monkeypatch, capsys):

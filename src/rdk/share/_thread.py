@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import _binding
 from .._binding import ffi, lib
-from ..consumer._loop_thread import LoopThread
+from .._loop_thread import LoopThread
 from ..errors import KafkaError
 from ._handle import close_handle
 from ._messages import ACCEPT, ACK_NAMES, RELEASE, ShareBatch, ShareStats, build_messages
