@@ -30,9 +30,10 @@ class Batch:
     ``messages`` (list of [rdk.Message][]), ``repeats`` and ``misses``
     (kafka-native's counts), ``topic``, ``offsets`` (``{partition: (first, last)}``).
     ``commit()`` records the batch's offsets now (the iterator interface; in a callback it
-    settles the batch early); ``commit_through()`` records only a processed prefix. ``undecodable``: with a ``value_deserializer``/``key_deserializer``,
-    the ``(raw rdk.Message, DeserializationError)`` of records that could not be decoded (they are
-    not in ``messages``; the batch's offsets still cover them); otherwise empty.
+    settles the batch early); ``commit_through()`` records only a processed prefix.
+    ``undecodable``: with a ``value_deserializer``/``key_deserializer``, the ``(raw
+    rdk.Message, DeserializationError)`` of records that could not be decoded (they are not in
+    ``messages``; the batch's offsets still cover them); otherwise empty.
 
     Args:
         messages: The batch's messages.
