@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ._binding import ffi, lib
+from ._binding import transactions as _txn
 from .errors import ClosedError
 from .offsets import BrokerOffsetStore
 
@@ -62,15 +62,14 @@ class GroupMetadata:
         if not group_id or group_id != group_id.strip() or "\0" in group_id:
             raise ValueError(f"group_id {group_id!r} must be non-empty, without spaces at "
                              "either end or NUL characters")
-        return cls._adopt(lib.rd_kafka_consumer_group_metadata_new(group_id.encode()))
+        return cls._adopt(_txn.group_metadata_new(group_id))
 
     @classmethod
     def _adopt(cls, ptr: Any) -> GroupMetadata:
-        if ptr == ffi.NULL:
-            raise MemoryError("librdkafka could not allocate the group metadata")
+        """Owner of ``ptr``, an owned (garbage-collected) group metadata pointer."""
         self = cls.__new__(cls)
         self._lock = threading.Lock()
-        self._ptr = ffi.gc(ptr, lib.rd_kafka_consumer_group_metadata_destroy)
+        self._ptr = ptr
         return self
 
     @property
@@ -89,7 +88,7 @@ class GroupMetadata:
         with self._lock:
             ptr, self._ptr = self._ptr, None
         if ptr is not None:
-            ffi.release(ptr)  # runs the destructor given to ffi.gc, once
+            _txn.release(ptr)  # its destructor runs once
 
     def __enter__(self) -> GroupMetadata:
         return self
@@ -137,8 +136,8 @@ def group_metadata_of(client: Any) -> GroupMetadata:
     """The group metadata of ``client`` (an ``rdk._binding.Client`` of a consumer handle with
     ``group.id`` set), for ``Consumer.group_metadata()``; ValueError if it has no group."""
     client.ensure_open()
-    ptr = lib.rd_kafka_consumer_group_metadata(client.rk)
-    if ptr == ffi.NULL:
+    ptr = _txn.consumer_group_metadata(client.rk)
+    if ptr is None:
         raise ValueError("group metadata needs a consumer with a group id (group.id); "
                          "this client has none")
     return GroupMetadata._adopt(ptr)

@@ -1,6 +1,5 @@
-"""The checks and conversions behind the transactional producer's calls: the offsets a
-transaction commits, their partition list, librdkafka's ``rd_kafka_error_t`` as a
-TransactionError, and the metadata check that refuses partitions the cluster does not have."""
+"""The checks behind the transactional producer's calls: the offsets a transaction commits,
+and the metadata check that refuses partitions the cluster does not have."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import time
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from .._binding import ERROR_CODES, Client, ffi, lib
+from .._binding import ERROR_CODES, Client
 from ..errors import KafkaError, TransactionError
 from ..validate import check_topic_name
 
@@ -44,36 +43,6 @@ def check_offsets(offsets: Any, what: str = "offsets") -> dict[tuple[str, int], 
             raise ValueError(f"{what}[{key!r}] must be an offset >= 0, got {offset}")
         out[(topic, partition)] = offset
     return out
-
-
-def new_partition_list(offsets: Mapping[tuple[str, int], int]) -> Any:
-    """A checked offsets dict as an ``rd_kafka_topic_partition_list_t`` (freed when collected)."""
-    parts = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(1, len(offsets))),
-                   lib.rd_kafka_topic_partition_list_destroy)
-    for (topic, partition), offset in offsets.items():
-        lib.rd_kafka_topic_partition_list_add(parts, topic.encode(), partition).offset = offset
-    return parts
-
-
-def transaction_error(error: Any, context: str) -> TransactionError:
-    """A TransactionError from an ``rd_kafka_error_t *`` (which this call destroys)."""
-    try:
-        return TransactionError(
-            int(lib.rd_kafka_error_code(error)),
-            ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace"),
-            fatal=bool(lib.rd_kafka_error_is_fatal(error)),
-            retriable=bool(lib.rd_kafka_error_is_retriable(error)),
-            txn_requires_abort=bool(lib.rd_kafka_error_txn_requires_abort(error)),
-            context=context,
-        )
-    finally:
-        lib.rd_kafka_error_destroy(error)
-
-
-def raise_for_error(error: Any, context: str) -> None:
-    """Raise TransactionError for a non-NULL ``rd_kafka_error_t *`` (destroying it)."""
-    if error != ffi.NULL:
-        raise transaction_error(error, context)
 
 
 def _missing(offsets: Mapping[tuple[str, int], int],
