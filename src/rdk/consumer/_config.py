@@ -112,7 +112,7 @@ class ConsumerConfig:
         }
         self.driver_options = driver_options
         self.topic_props = {**topic_options, "auto.offset.reset": self.on_offset_out_of_range}
-        lib.rd_kafka_conf_destroy(_binding.new_conf(self.props))
+        _binding.validate_options(self.props)
         _binding.validate_topic_options(self.topic_props)
 
     def group_props(self) -> dict[str, Any]:

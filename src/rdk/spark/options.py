@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._binding import lib, new_conf, new_topic_conf
+from .._binding import validate_options, validate_topic_options
 from ..errors import ConfigError
 from ..slots import owns
 from ..validate import check_broker, check_topic_name
@@ -198,7 +198,7 @@ def _kafka_properties(opts: dict[str, str], what: str) -> dict[str, str]:
         if name in _FORBIDDEN:
             raise ConfigError(f"rdkafka option 'kafka.{name}' is not supported: {_FORBIDDEN[name]}")
     # librdkafka is the validator of its own properties: build a configuration now.
-    lib.rd_kafka_conf_destroy(new_conf(props, what="rdkafka option kafka.* (librdkafka)"))
+    validate_options(props, what="rdkafka option kafka.* (librdkafka)")
     return props
 
 
@@ -209,7 +209,7 @@ def split_properties(props: Mapping[str, str]) -> tuple[dict[str, str], dict[str
     topic: dict[str, str] = {}
     for name, value in props.items():
         try:
-            lib.rd_kafka_topic_conf_destroy(new_topic_conf({name: value}))
+            validate_topic_options({name: value})
         except ConfigError:
             glob[name] = value
         else:
