@@ -3,7 +3,7 @@
 produce: ``Producer.send(topic, partition, payloads)`` once per chunk, ``flush()`` at the
 end (failures counted by ``delivery_report_callback``). consume: ``Consumer`` with a
 ``receive_callback`` getting lists of ``rdk.Message`` (offset files in a temporary
-directory, as kafka-native keeps them). arrow: ``rdk._fetch.Fetcher`` batches turned into
+directory, as kafka-native keeps them). arrow: ``rdk._binding.fetch.Fetcher`` batches turned into
 ``pyarrow.RecordBatch`` by ``rdk.arrow.record_batch`` (the Spark source's path).
 latency: the same Producer and Consumer. paused_rss: ``consumer.pause()`` in the first
 callback. A module rdk does not have yet makes the scenario report "unavailable".
@@ -274,7 +274,7 @@ def pool_consume(job: Job) -> dict[str, Any]:
 
 def arrow(job: Job) -> dict[str, Any]:
     binding = need("rdk._binding")
-    fetch = need("rdk._fetch")
+    fetch = need("rdk._binding.fetch")
     rdk_arrow = need("rdk.arrow")
     import pyarrow.compute as pc
     lib = binding.lib

@@ -21,7 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._binding import ffi, lib
+from ._binding import ffi
+from ._binding.fetch import gather
 
 # the Arrow layout behind the Spark source (kafka_schema is public as rdk.spark.kafka_schema)
 __all__: list[str] = []
@@ -75,7 +76,7 @@ def _binary_column(b: Any, which: int, n: int) -> pa.Array:
     if b.keep:
         data = pa.allocate_buffer(size) if size > 0 else pa.py_buffer(b"")
         if size > 0:
-            lib.rdk_batch_gather(b, which, ffi.from_buffer(data))
+            gather(b, which, data)
     else:
         data = _copy(b.keys if which else b.values, size)
     return pa.Array.from_buffers(

@@ -30,7 +30,7 @@ from helpers import stored, wait_until
 import rdk
 from rdk import GroupMetadata, KafkaError, Producer, TransactionError, _binding
 from rdk._binding import ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.errors import ClosedError
 from rdk.transactions import TransactionalOffsetStore, group_metadata_of
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import _binding, _partitions
+from .. import _binding
 from .._binding import check, lib
+from .._binding import partitions as _partitions
 from ..validate import check_int, check_topic_name
 from ._base import _AdminBase, _check_timeout, check_mapping
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from .. import _binding, _partitions, offsets, slots
+from .. import _binding, offsets, slots
 from .._binding import lib
-from .._fetch import GroupFetcher
+from .._binding import partitions as _partitions
+from .._binding.fetch import GroupFetcher
 from ..errors import KafkaError
 from ._beyond_end import BeyondEndRule
 from ._config import ConsumerConfig

@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .. import _binding
 from .._binding import check, lib
-from .._partitions import partition_list, partition_list_offsets
+from .._binding.partitions import partition_list, partition_list_offsets
 from ..errors import KafkaError
 from ..validate import check_broker, check_group_id, check_int, check_options, check_topic_name, check_wait
 from ._files import ensure_directory, write_offset_files

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._binding import transactions as _txn
-from .._partitions import partition_list
+from .._binding.partitions import partition_list
 from ..errors import ClosedError, TransactionError
 from ..transactions import GroupMetadata, borrowed_pointer
 from ._config import ERR_NOT_CONFIGURED, INT32_MAX, timeout_seconds

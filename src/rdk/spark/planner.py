@@ -25,8 +25,8 @@ from pyspark.sql.datasource import InputPartition
 
 from .. import _binding
 from .._binding import ERROR_CODES, check, lib
-from .._fetch import Fetcher
-from .._partitions import (
+from .._binding.fetch import Fetcher
+from .._binding.partitions import (
     PARTITION_EOF,
     batch_errors,
     error_text,
@@ -181,7 +181,7 @@ class Planner:
     # -- offsets ------------------------------------------------------------------
     def watermarks(self, tps: Iterable[TP], *, missing_ok: bool = False) -> dict[TP, tuple[int, int]]:
         """(low, end) per topic-partition: the true high watermark
-        (:func:`rdk._partitions.true_watermarks`), or under read_committed the last stable
+        (:func:`rdk._binding.partitions.true_watermarks`), or under read_committed the last stable
         offset. ``missing_ok``: a topic deleted since it was listed (its lookup answers
         UNKNOWN_TOPIC_OR_PART) is left out, as if it had not been listed."""
         tps = list(tps)

@@ -20,8 +20,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from .. import _binding
 from .._binding import ERROR_CODES
-from .._fetch import Fetcher
-from .._partitions import PARTITION_EOF, batch_errors, error_text, query_watermarks
+from .._binding.fetch import Fetcher
+from .._binding.partitions import PARTITION_EOF, batch_errors, error_text, query_watermarks
 from ..arrow import error_mask, record_batch
 from ..errors import ConfigError, KafkaError, RdkError
 from ._cache import CONSUMERS

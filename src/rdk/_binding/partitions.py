@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ._binding import ERROR_CODES, Client, check, ffi, lib
-from ._fetch import Fetcher
-from .errors import KafkaError
+from ..errors import KafkaError
+from . import ERROR_CODES, Client, check, ffi, lib
+from .fetch import Fetcher
 
 __all__ = [
     "PARTITION_EOF",
