@@ -24,14 +24,13 @@ from typing import TypeVar
 from pyspark.sql.datasource import InputPartition
 
 from .. import _binding
-from .._binding import ERROR_CODES, check, lib
+from .._binding import ERROR_CODES
 from .._binding.fetch import Fetcher
 from .._binding.partitions import (
     PARTITION_EOF,
     batch_errors,
     error_text,
-    partition_list,
-    partition_list_offsets,
+    offsets_for_times,
     query_watermarks,
     true_watermarks,
 )
@@ -234,10 +233,9 @@ class Planner:
         """The earliest offset whose timestamp is >= the given ms, per topic-partition
         (-1 where there is none)."""
         def call() -> dict[TP, int]:
-            tpl = partition_list((t, p, ms) for (t, p), ms in stamps.items())
-            check(lib.rd_kafka_offsets_for_times(self._client.rk, tpl, int(self.timeout * 1000)),
-                  "offsets_for_times")
-            return partition_list_offsets(tpl, "offsets for times of")
+            return offsets_for_times(self._client.rk, ((t, p, ms) for (t, p), ms in stamps.items()),
+                                     int(self.timeout * 1000), "offsets_for_times",
+                                     "offsets for times of")
         return self._retrying("offsets for times", call) if stamps else {}
 
     def record_timestamps(self, positions: Mapping[TP, int]) -> dict[TP, int | None]:
