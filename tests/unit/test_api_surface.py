@@ -51,22 +51,14 @@ PRIVATE_IMPORT_ALLOWED: dict[tuple[str, str], str] = {
 # type-only import cycles (annotations between collaborators), each a set of modules;
 # a cycle found must lie inside one of these
 TYPE_ONLY_CYCLES_ALLOWED: list[frozenset[str]] = [
-    # the producer's parts annotate their shared ProducerState, which lives in _core with
-    # the facade that builds them (issue 36: ProducerState in a module of its own)
-    frozenset({"rdk.producer._core", "rdk.producer._events", "rdk.producer._lifetime",
-               "rdk.producer._sending", "rdk.producer._transactions"}),
-    # the share handle and its thread annotate each other
-    frozenset({"rdk.share._handle", "rdk.share._thread"}),
     # the consumer's parts annotate the Consumer facade (rdk.Consumer) they serve, and the
     # asyncio fronts annotate the consumers they wrap (issue 36 part 1: one consumer state)
     frozenset({"rdk", "rdk.aio", "rdk.aio._consumer", "rdk.aio._share", "rdk.consumer",
                "rdk.consumer._assignment", "rdk.consumer._batch", "rdk.consumer._config",
                "rdk.consumer._consumer", "rdk.consumer._delivery", "rdk.consumer._group",
                "rdk.consumer._pipeline", "rdk.consumer._progress",
-               "rdk.consumer._stats_report", "rdk.consumer._threads", "rdk.consumer._tracker",
-               "rdk.consumer._deserialize", "rdk.consumer._beyond_end",
-               "rdk._loop_thread", "rdk.aio._producer"}),
-    # the pool's supervision annotates the WorkerPool it reports to
+               "rdk.consumer._stats_report", "rdk.consumer._threads", "rdk.consumer._tracker"}),
+    # the pool's supervision annotates the WorkerStats it fills, which rdk.workers defines
     frozenset({"rdk._worker_supervision", "rdk.workers"}),
 ]
 

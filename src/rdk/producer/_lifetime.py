@@ -15,7 +15,7 @@ from ._config import AUTH_PROBE, PURGE_ALL
 from ._types import FlushResult
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
+    from ._state import ProducerState
     from ._transactions import Transactions
 
 log = logging.getLogger("rdk")

@@ -21,8 +21,8 @@ from ._layout import layout, restrict
 from ._types import SendResult
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
     from ._lifetime import Closer
+    from ._state import ProducerState
 
 
 class Sender:

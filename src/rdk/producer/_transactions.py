@@ -16,7 +16,7 @@ from ._config import ERR_NOT_CONFIGURED, INT32_MAX, timeout_seconds
 from ._txn_checks import check_offsets, check_partitions_exist
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
+    from ._state import ProducerState
 
 
 class Transactions:

@@ -2,15 +2,14 @@
 Admin API, the handle created (conf, callbacks, subscription), and closed.
 
 The C callbacks are served inside share calls, so on the share thread; their opaque is
-the :class:`~rdk.share._thread.ShareThread` (the "sink"), which keeps what they collect
-(stats JSON, errors) for the thread to serve after the call, and counts failed
-acknowledgements.
+the "sink" (the share thread, :class:`Sink` here), which keeps what they collect (stats
+JSON, errors) for the thread to serve after the call, and counts failed acknowledgements.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _binding
 from .._binding import ffi, lib
@@ -18,7 +17,6 @@ from ..errors import ConfigError, KafkaError
 
 if TYPE_CHECKING:
     from ._config import ShareConfig
-    from ._thread import ShareThread
 
 __all__ = ["METADATA_TIMEOUT", "close_handle", "destroy_handle", "new_handle", "prepare_group"]
 
@@ -26,6 +24,20 @@ METADATA_TIMEOUT = 10.0  # start(): seconds to learn the topics and set the grou
 RESET = "share.auto.offset.reset"
 DEFAULT_LOCK_SECONDS = 30.0  # Kafka's group.share.record.lock.duration.ms, if unreadable
 _SYSLOG_TO_LOGGING = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
+
+
+class Sink(Protocol):
+    """What the C callbacks and the close hand their findings to (the share thread)."""
+
+    group_id: str
+    logger: logging.Logger | logging.LoggerAdapter
+    stats_json: list[str]
+    errors: list[KafkaError]
+    repeats: _binding.RepeatLimiter
+
+    def serve_collected(self) -> None: ...
+
+    def ack_failed(self, topic: str, partition: int, count: int, err: int) -> None: ...
 
 
 # ---- C -> Python callbacks (served inside share calls, on the share thread) ----------------
@@ -109,7 +121,7 @@ def prepare_group(config: ShareConfig) -> float:
         return DEFAULT_LOCK_SECONDS
 
 
-def new_handle(config: ShareConfig, sink: ShareThread) -> tuple[Any, Any]:
+def new_handle(config: ShareConfig, sink: Sink) -> tuple[Any, Any]:
     """A subscribed share handle whose callbacks report to ``sink``; returns the handle and
     the cffi handle of ``sink`` (its opaque), which must outlive the share handle."""
     conf = _binding.new_conf(config.props)
@@ -141,7 +153,7 @@ def new_handle(config: ShareConfig, sink: ShareThread) -> tuple[Any, Any]:
     return rkshare, handle
 
 
-def close_handle(rkshare: Any, left_ms: int, sink: ShareThread) -> None:
+def close_handle(rkshare: Any, left_ms: int, sink: Sink) -> None:
     """Commit pending acknowledgements within ``left_ms``, leave the group, free the handle
     (on the share thread: ``sink`` serves what the commit's callbacks collected)."""
     parts = ffi.new("rd_kafka_topic_partition_list_t **")
