@@ -43,7 +43,7 @@ import time
 import rdk
 from rdk import _binding
 from rdk._binding import lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.mock import start_broker
 
 TOPIC = "bench"

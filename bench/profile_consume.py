@@ -68,7 +68,7 @@ def consume(bootstrap: str, path: str, count: int, copy: bool) -> int:
     if path == "arrow":
         from rdk import _binding
         from rdk._binding import lib
-        from rdk._fetch import Fetcher
+        from rdk._binding.fetch import Fetcher
         from rdk.arrow import record_batch
 
         client = _binding.Client("consumer", {"bootstrap.servers": bootstrap,

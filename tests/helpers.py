@@ -113,7 +113,7 @@ def read_log(bootstrap: str, topic: str, partitions, timeout: float = 60.0) -> d
     """
     from rdk import _binding
     from rdk._binding import ffi
-    from rdk._fetch import Fetcher
+    from rdk._binding.fetch import Fetcher
 
     with rdk.Admin(bootstrap) as admin:
         highs = {p: admin.watermarks(topic, p) for p in partitions}

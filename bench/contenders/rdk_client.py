@@ -3,7 +3,7 @@
 produce: ``Producer.send(topic, partition, payloads)`` once per chunk, ``flush()`` at the
 end (failures counted by ``delivery_report_callback``). consume: ``Consumer`` with a
 ``receive_callback`` getting lists of ``rdk.Message`` (offset files in a temporary
-directory, as kafka-native keeps them). arrow: ``rdk._fetch.Fetcher`` batches turned into
+directory, as kafka-native keeps them). arrow: ``rdk._binding.fetch.Fetcher`` batches turned into
 ``pyarrow.RecordBatch`` by ``rdk.arrow.record_batch`` (the Spark source's path).
 latency: the same Producer and Consumer. paused_rss: ``consumer.pause()`` in the first
 callback. A module rdk does not have yet makes the scenario report "unavailable".
@@ -102,11 +102,17 @@ def new_consumer(job: Job, callback: Any, offset_dir: str, **extra: Any) -> Any:
                     max_messages_per_callback=job.batch, driver_options=driver, **kw, **extra)
 
 
-def store_figures(consumer: Any, seconds: float) -> dict[str, Any]:
+def file_store(job: Job, offset_dir: str) -> Any:
+    """The consumer's offset files as an ``rdk.FileOffsetStore`` the bench holds, to read its
+    public counters; None with ``offset_store=noop``."""
+    if job.options.get("offset_store") == "noop":
+        return None
+    return need("rdk.offsets").FileOffsetStore(offset_dir, job.topic)
+
+
+def store_figures(store: Any, seconds: float) -> dict[str, Any]:
     """The FileOffsetStore's counters over the consumer's life, per second of it."""
-    progress = getattr(consumer, "_progress", None)  # (rdk.consumer._progress.Progress)
-    store = getattr(progress, "store", None)
-    if seconds <= 0 or not hasattr(store, "files_written"):
+    if store is None or seconds <= 0:
         return {}
     return {"offset_flushes": store.flushes, "offset_files_written": store.files_written,
             "offset_sync_calls": store.sync_calls,
@@ -154,7 +160,8 @@ def consume(job: Job) -> dict[str, Any]:
     if job.options.get("workers"):
         return pool_consume(job)
     with tempfile.TemporaryDirectory(prefix="rdk-bench-") as offsets:
-        c = new_consumer(job, receive, offsets)
+        store = file_store(job, offsets)
+        c = new_consumer(job, receive, offsets, **({} if store is None else {"offset_store": store}))
         t0 = time.perf_counter()
         c.start()
         started = time.perf_counter() - t0
@@ -164,7 +171,7 @@ def consume(job: Job) -> dict[str, Any]:
         c.stop()
         life = time.perf_counter() - t0
     return clock.result(state["count"], errors=0, bad_size=state["bad_size"],
-                        start_seconds=started, **store_figures(c, life))
+                        start_seconds=started, **store_figures(store, life))
 
 
 # ---- rdk.workers: a pool of consumer processes ----------------------------------------
@@ -267,7 +274,7 @@ def pool_consume(job: Job) -> dict[str, Any]:
 
 def arrow(job: Job) -> dict[str, Any]:
     binding = need("rdk._binding")
-    fetch = need("rdk._fetch")
+    fetch = need("rdk._binding.fetch")
     rdk_arrow = need("rdk.arrow")
     import pyarrow.compute as pc
     lib = binding.lib

@@ -21,9 +21,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._binding import ffi, lib
+from ._binding import ffi
+from ._binding.fetch import gather
 
-__all__ = ["HEADERS_TYPE", "empty_batch", "error_mask", "kafka_schema", "record_batch"]
+# the Arrow layout behind the Spark source (kafka_schema is public as rdk.spark.kafka_schema)
+__all__: list[str] = []
 
 HEADER_FIELDS = [pa.field("key", pa.string()), pa.field("value", pa.binary())]
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct(HEADER_FIELDS)))
@@ -74,7 +76,7 @@ def _binary_column(b: Any, which: int, n: int) -> pa.Array:
     if b.keep:
         data = pa.allocate_buffer(size) if size > 0 else pa.py_buffer(b"")
         if size > 0:
-            lib.rdk_batch_gather(b, which, ffi.from_buffer(data))
+            gather(b, which, data)
     else:
         data = _copy(b.keys if which else b.values, size)
     return pa.Array.from_buffers(

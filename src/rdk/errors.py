@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+__all__ = [
+    "ClosedError",
+    "ConfigError",
+    "KafkaError",
+    "LockedError",
+    "OffsetFileError",
+    "QueueFullError",
+    "RdkError",
+    "TransactionError",
+]
+
 
 # Filled in by rdk._binding at import (it owns librdkafka's error table): code -> (name,
 # description, retriable). errors.py never imports the binding, so there is no cycle.

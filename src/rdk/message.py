@@ -6,15 +6,11 @@ A tuple subclass, so a consumer can build thousands of them at C speed
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any
 
-try:  # the C field accessor namedtuple uses: one call per attribute read
-    from collections import _tuplegetter  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - other Pythons: the same with property + itemgetter
+from ._fields import tuple_field
 
-    def _tuplegetter(index: int, doc: str | None) -> Any:
-        return property(itemgetter(index), doc=doc)
+__all__ = ["Message"]
 
 Headers = list[tuple[str, "bytes | None"]]
 
@@ -53,21 +49,21 @@ class Message(tuple):
     ) -> Message:
         return tuple.__new__(cls, (value, key, headers, timestamp, topic, partition, offset))
 
-    value = _tuplegetter(0, "The message value (kafka-native: payload).")
+    value = tuple_field(0, "The message value (kafka-native: payload).")
     """The message value (kafka-native: payload)."""
-    payload = _tuplegetter(0, "Same as value (kafka-native's name).")
+    payload = tuple_field(0, "Same as value (kafka-native's name).")
     """Same as value (kafka-native's name)."""
-    key = _tuplegetter(1, "The message key (bytes), or None.")
+    key = tuple_field(1, "The message key (bytes), or None.")
     """The message key (bytes), or None."""
-    headers = _tuplegetter(2, "List of (name, value) headers, or None.")
+    headers = tuple_field(2, "List of (name, value) headers, or None.")
     """List of (name, value) headers, or None."""
-    timestamp = _tuplegetter(3, "Milliseconds since the epoch, or None.")
+    timestamp = tuple_field(3, "Milliseconds since the epoch, or None.")
     """Milliseconds since the epoch, or None."""
-    topic = _tuplegetter(4, "Topic of a consumed message (None on messages built for sending).")
+    topic = tuple_field(4, "Topic of a consumed message (None on messages built for sending).")
     """Topic of a consumed message (None on messages built for sending)."""
-    partition = _tuplegetter(5, "Partition of a consumed message.")
+    partition = tuple_field(5, "Partition of a consumed message.")
     """Partition of a consumed message."""
-    offset = _tuplegetter(6, "Offset of a consumed message.")
+    offset = tuple_field(6, "Offset of a consumed message.")
     """Offset of a consumed message."""
 
     def __repr__(self) -> str:

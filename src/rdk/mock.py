@@ -30,8 +30,9 @@ from .testing import open_broker as open_broker
 from .testing import serve as serve
 from .testing import start_broker as start_broker
 
-# rdk.testing's names, but for the two it gained later (BrokerKind, kafka_libs)
-__all__ = [name for name in _testing.__all__ if name not in ("BrokerKind", "kafka_libs")]
+# rdk.testing's names, but SchemaRegistry (it came later and is no broker); build_parser,
+# main and serve are this module's command line: importable, not in __all__
+__all__ = [name for name in _testing.__all__ if name != "SchemaRegistry"]
 
 if __name__ == "__main__":
     sys.exit(main())

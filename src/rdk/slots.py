@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from .validate import check_int
 
-__all__ = ["check_slot", "owned_partitions", "owns"]
+# the rule behind Consumer(num_workers=, worker_slot=), workers and the Spark source; users
+# see it as Consumer.partitions, not as these functions
+__all__: list[str] = []
 
 
 def owns(partition: int, num_workers: int, worker_slot: int) -> bool:

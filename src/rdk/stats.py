@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 K = TypeVar("K")
 
-__all__ = ["ConsumerStats", "PartitionStats", "consumer_stats", "send_queue_length", "topics_stats"]
+__all__ = ["ConsumerStats", "PartitionStats", "send_queue_length"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def topics_stats(
     shared_queue: bool = False,
     first_topic: str | None = None,
 ) -> ConsumerStats:
-    """[consumer_stats][rdk.stats.consumer_stats] over (topic, partition) ``keys`` of any
+    """`consumer_stats` over (topic, partition) ``keys`` of any
     number of topics: the sums cover them all, ``partitions`` holds ``first_topic``'s and
     ``topics`` every topic's (a shared queue is counted once across all of them).
 

@@ -1,5 +1,5 @@
 """Transactions: the consumer group metadata a transaction commits offsets for, and the
-checks and conversions the transactional producer calls share.
+offset store of a consume-transform-produce consumer.
 
 ``GroupMetadata`` owns one ``rd_kafka_consumer_group_metadata_t`` taken from a group-mode
 consumer (``Consumer.group_metadata()``); ``Producer.send_offsets_to_transaction(offsets,
@@ -12,22 +12,15 @@ group's committed offsets and leaves committing them to the transactions.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from ._binding import ERROR_CODES, Client, ffi, lib
-from .errors import ClosedError, KafkaError, TransactionError
+from ._binding import transactions as _txn
+from .errors import ClosedError
 from .offsets import BrokerOffsetStore
-from .validate import check_topic_name
 
-__all__ = ["GroupMetadata", "TransactionalOffsetStore", "check_offsets", "check_partitions_exist",
-           "new_partition_list", "raise_for_error", "transaction_error"]
-
-_INT32_MAX = 0x7FFFFFFF
-_INT64_MAX = 2**63 - 1
-_UNKNOWN_TOPIC_OR_PART = ERROR_CODES["UNKNOWN_TOPIC_OR_PART"]
-_METADATA_RECHECK = 0.5  # s: a partition missing from metadata is looked up once more
+__all__ = ["GroupMetadata", "TransactionalOffsetStore"]
 
 
 class GroupMetadata:
@@ -69,26 +62,14 @@ class GroupMetadata:
         if not group_id or group_id != group_id.strip() or "\0" in group_id:
             raise ValueError(f"group_id {group_id!r} must be non-empty, without spaces at "
                              "either end or NUL characters")
-        return cls._adopt(lib.rd_kafka_consumer_group_metadata_new(group_id.encode()))
-
-    @classmethod
-    def _from_client(cls, client: Any) -> GroupMetadata:
-        """The group metadata of ``client`` (an ``rdk._binding.Client`` of a consumer handle
-        with ``group.id`` set); ValueError if the handle has no group."""
-        client.ensure_open()
-        ptr = lib.rd_kafka_consumer_group_metadata(client.rk)
-        if ptr == ffi.NULL:
-            raise ValueError("group metadata needs a consumer with a group id (group.id); "
-                             "this client has none")
-        return cls._adopt(ptr)
+        return cls._adopt(_txn.group_metadata_new(group_id))
 
     @classmethod
     def _adopt(cls, ptr: Any) -> GroupMetadata:
-        if ptr == ffi.NULL:
-            raise MemoryError("librdkafka could not allocate the group metadata")
+        """Owner of ``ptr``, an owned (garbage-collected) group metadata pointer."""
         self = cls.__new__(cls)
         self._lock = threading.Lock()
-        self._ptr = ffi.gc(ptr, lib.rd_kafka_consumer_group_metadata_destroy)
+        self._ptr = ptr
         return self
 
     @property
@@ -107,7 +88,7 @@ class GroupMetadata:
         with self._lock:
             ptr, self._ptr = self._ptr, None
         if ptr is not None:
-            ffi.release(ptr)  # runs the destructor given to ffi.gc, once
+            _txn.release(ptr)  # its destructor runs once
 
     def __enter__(self) -> GroupMetadata:
         return self
@@ -151,114 +132,20 @@ class TransactionalOffsetStore(BrokerOffsetStore):
         """
 
 
-def check_offsets(offsets: Any, what: str = "offsets") -> dict[tuple[str, int], int]:
-    """``{(topic, partition): next_offset}``, every key and value checked; a copy.
-
-    ``next_offset`` is the offset of the next message to consume (last processed + 1),
-    as Kafka commits it.
-    """
-    if not isinstance(offsets, Mapping):
-        raise TypeError(f"{what} must be a dict {{(topic, partition): next_offset}}, "
-                        f"got {type(offsets).__name__}")
-    out: dict[tuple[str, int], int] = {}
-    for key, offset in offsets.items():
-        if not (isinstance(key, tuple) and len(key) == 2):
-            raise TypeError(f"{what}: key {key!r} must be a (topic, partition) tuple")
-        topic, partition = key
-        check_topic_name(topic, f"{what}: topic of key {key!r}")
-        if not isinstance(partition, int) or isinstance(partition, bool):
-            raise TypeError(f"{what}: partition of key {key!r} must be int, "
-                            f"got {type(partition).__name__}")
-        if not 0 <= partition <= _INT32_MAX:
-            raise ValueError(f"{what}: partition of key {key!r} must be in 0..{_INT32_MAX}")
-        if not isinstance(offset, int) or isinstance(offset, bool):
-            raise TypeError(f"{what}[{key!r}] must be an int offset, got {type(offset).__name__}")
-        if not 0 <= offset <= _INT64_MAX:
-            raise ValueError(f"{what}[{key!r}] must be an offset >= 0, got {offset}")
-        out[(topic, partition)] = offset
-    return out
+def group_metadata_of(client: Any) -> GroupMetadata:
+    """The group metadata of ``client`` (an ``rdk._binding.Client`` of a consumer handle with
+    ``group.id`` set), for ``Consumer.group_metadata()``; ValueError if it has no group."""
+    client.ensure_open()
+    ptr = _txn.consumer_group_metadata(client.rk)
+    if ptr is None:
+        raise ValueError("group metadata needs a consumer with a group id (group.id); "
+                         "this client has none")
+    return GroupMetadata._adopt(ptr)
 
 
-def new_partition_list(offsets: Mapping[tuple[str, int], int]) -> Any:
-    """A checked offsets dict as an ``rd_kafka_topic_partition_list_t`` (freed when collected)."""
-    parts = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(1, len(offsets))),
-                   lib.rd_kafka_topic_partition_list_destroy)
-    for (topic, partition), offset in offsets.items():
-        lib.rd_kafka_topic_partition_list_add(parts, topic.encode(), partition).offset = offset
-    return parts
-
-
-def transaction_error(error: Any, context: str) -> TransactionError:
-    """A TransactionError from an ``rd_kafka_error_t *`` (which this call destroys)."""
-    try:
-        return TransactionError(
-            int(lib.rd_kafka_error_code(error)),
-            ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace"),
-            fatal=bool(lib.rd_kafka_error_is_fatal(error)),
-            retriable=bool(lib.rd_kafka_error_is_retriable(error)),
-            txn_requires_abort=bool(lib.rd_kafka_error_txn_requires_abort(error)),
-            context=context,
-        )
-    finally:
-        lib.rd_kafka_error_destroy(error)
-
-
-def raise_for_error(error: Any, context: str) -> None:
-    """Raise TransactionError for a non-NULL ``rd_kafka_error_t *`` (destroying it)."""
-    if error != ffi.NULL:
-        raise transaction_error(error, context)
-
-
-def _missing(offsets: Mapping[tuple[str, int], int],
-             known: MutableMapping[str, int]) -> list[tuple[str, int]]:
-    return [(t, p) for t, p in offsets if p >= known.get(t, 0)]
-
-
-def _learn(client: Client, known: MutableMapping[str, int], timeout: float) -> bool:
-    """Record every topic's partition count from one all-topics metadata request (never a
-    per-topic one: that would let a producer auto-create a mistyped topic); False if the
-    request failed."""
-    try:
-        topics = client.metadata(None, timeout)
-    except KafkaError:
-        return False
-    for t in topics:
-        if t.error is None:
-            known[t.name] = max(known.get(t.name, 0), len(t.partitions))
-    return True
-
-
-def check_partitions_exist(client: Client, offsets: Mapping[tuple[str, int], int],
-                           known: MutableMapping[str, int], deadline: float,
-                           context: str = "send_offsets_to_transaction") -> None:
-    """TransactionError UNKNOWN_TOPIC_OR_PART naming every (topic, partition) of ``offsets``
-    that the cluster's metadata does not have, before librdkafka is asked.
-
-    librdkafka's ``rd_kafka_send_offsets_to_transaction`` takes the group coordinator's
-    UNKNOWN_TOPIC_OR_PART for a transient state and retries every 500 ms until its timeout,
-    then fails the transaction (abortable); a mistyped topic or partition therefore blocked
-    for the whole timeout. ``known`` ({topic: partition count}, the caller's cache) skips the
-    request for partitions already seen: partitions are never removed from a topic. A
-    partition missing from the first answer is looked up once more (0.5 s later: a topic
-    just created may not be in every broker's metadata yet). When metadata cannot be had
-    before ``deadline`` (time.monotonic()), nothing is refused: librdkafka decides.
-    """
-    missing = _missing(offsets, known)
-    for attempt in range(2):
-        if not missing:
-            return
-        if attempt:
-            time.sleep(min(_METADATA_RECHECK, max(0.0, deadline - time.monotonic())))
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not _learn(client, known, remaining):
-            return
-        missing = _missing(offsets, known)
-    if missing:
-        names = ", ".join(
-            f"{t!r} partition {p} (the topic has {known[t]} partitions)" if t in known
-            else f"{t!r} partition {p} (no such topic)" for t, p in sorted(missing))
-        raise TransactionError(
-            _UNKNOWN_TOPIC_OR_PART,
-            f"offsets name partitions the cluster does not have: {names}; nothing was sent "
-            "and the transaction is unchanged",
-            retriable=False, context=context)
+@contextmanager
+def borrowed_pointer(group_metadata: GroupMetadata) -> Iterator[Any]:
+    """The metadata's C pointer for a call that runs inside the ``with``: ``close()`` waits
+    until the block ends; ClosedError if it is closed."""
+    with group_metadata._lock:
+        yield group_metadata._pointer()

@@ -18,6 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+# the checks are rdk's own, shared by every package; none of them is API
+__all__: list[str] = []
+
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _HOSTPORT = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 

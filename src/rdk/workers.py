@@ -55,8 +55,6 @@ from ._worker_supervision import Supervision as _Supervision
 from .errors import RdkError
 
 __all__ = [
-    "DEFAULT_MAX_RESTARTS",
-    "DEFAULT_RESTART_BACKOFF",
     "PoolStats",
     "WorkerError",
     "WorkerPool",

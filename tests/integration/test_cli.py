@@ -14,11 +14,15 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from helpers import wait_until
 
 import rdk
+import rdk.cli._bench
+import rdk.cli._framing
+import rdk.cli._ui
 from rdk import Admin, cli
 from rdk.offsets import (
     list_offset_files,
@@ -127,6 +131,19 @@ def test_bench_says_clearly_when_bench_run_py_is_missing(tmp_path, monkeypatch, 
     assert "bench/run.py was not found" in err and "source repository" in err
 
 
+def test_bench_runs_no_bench_run_py_of_a_directory_that_is_not_a_clone(tmp_path, monkeypatch):
+    stranger = tmp_path / "bench" / "run.py"
+    stranger.parent.mkdir()
+    stranger.write_text("raise SystemExit('a stranger ran')\n")
+    monkeypatch.chdir(tmp_path)
+    assert stranger not in cli._bench.bench_candidates()  # a directory with bench/ only
+    (tmp_path / "src" / "rdk").mkdir(parents=True)
+    (tmp_path / "src" / "rdk" / "__init__.py").write_text("")
+    assert stranger in cli._bench.bench_candidates()  # a clone's layout
+    this_clone = Path(__file__).resolve().parents[2]
+    assert cli._bench.bench_candidates()[0] == this_clone / "bench" / "run.py"  # first
+
+
 def test_bench_delegates_to_run_py_main_with_the_arguments(tmp_path, monkeypatch, capsys):
     run_py = tmp_path / "bench" / "run.py"
     run_py.parent.mkdir()
@@ -220,7 +237,7 @@ def test_offsets_show_of_a_missing_directory_fails_clearly(tmp_path, capsys):
 
 
 def frames(values) -> bytes:
-    return b"".join(cli.frame(v) for v in values)
+    return b"".join(cli._framing.frame(v) for v in values)
 
 
 def test_binary_round_trip_through_produce_and_consume_is_byte_identical(broker, new_topic, tmp_path):
@@ -540,7 +557,7 @@ def test_stats_watch_refreshes_until_interrupted(mock_cluster, tmp_path):
 
 def test_rich_table_and_progress_render_when_asked(mock_cluster, tmp_path, capsys):
     buf = io.StringIO()
-    cli.print_table("offsets", ["topic", "partition", "stored"], [("events", 3, 1499)],
+    cli._ui.print_table("offsets", ["topic", "partition", "stored"], [("events", 3, 1499)],
                     rich_output=True, out=buf)
     text = buf.getvalue()
     assert "events" in text and "1499" in text and "─" in text  # a rich box, not plain text

@@ -503,7 +503,7 @@ def test_a_batch_processed_in_part_is_committed_up_to_its_part_at_the_revoke(bro
         for p, (first, last) in batch.offsets.items():
             if p not in part_of:
                 part_of[p] = min(last, first + 4)
-        batch._commit_part({p: part_of[p] for p in batch.offsets})
+        batch.commit_through({p: part_of[p] for p in batch.offsets})
 
     first, second = Collector(write_five), Collector()
     c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,

@@ -14,7 +14,7 @@ import time
 
 from rdk import _binding
 from rdk._binding import lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.testing.mock import MockClusterProcess
 
 COUNT = 18432  # 9 messages a partition at 2 048 partitions, 2 304 at 8

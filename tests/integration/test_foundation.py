@@ -11,7 +11,7 @@ import pytest
 
 from rdk import Admin, _binding
 from rdk._binding import ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.errors import KafkaError
 
 

@@ -15,7 +15,7 @@ from helpers import wait_until
 
 from rdk import Admin, KafkaError, Message, Producer, QueueFullError, _binding
 from rdk._binding import ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.errors import ClosedError
 
 # ---- helpers -----------------------------------------------------------------------------

@@ -30,9 +30,9 @@ from helpers import stored, wait_until
 import rdk
 from rdk import GroupMetadata, KafkaError, Producer, TransactionError, _binding
 from rdk._binding import ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.errors import ClosedError
-from rdk.transactions import TransactionalOffsetStore
+from rdk.transactions import TransactionalOffsetStore, group_metadata_of
 
 # ---- helpers -----------------------------------------------------------------------------
 
@@ -96,7 +96,7 @@ def group_metadata(bootstrap: str, group: str) -> tuple[_binding.Client, GroupMe
     """A plain librdkafka consumer handle of ``group`` and its GroupMetadata."""
     client = _binding.Client("consumer", {"bootstrap.servers": bootstrap, "group.id": group,
                                           "log_level": 3})
-    return client, GroupMetadata._from_client(client)
+    return client, group_metadata_of(client)
 
 
 def values(prefix: bytes, n: int) -> list[bytes]:
@@ -559,7 +559,7 @@ def test_group_metadata_needs_a_consumer_with_a_group(mock_cluster):
                                           "log_level": 3})
     try:
         with pytest.raises(ValueError, match=r"group\.id"):
-            GroupMetadata._from_client(client)
+            group_metadata_of(client)
     finally:
         client.close()
     client, meta = group_metadata(mock_cluster.bootstrap_servers, "g")

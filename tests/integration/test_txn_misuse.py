@@ -10,12 +10,13 @@ import uuid
 import pytest
 
 from rdk import GroupMetadata, Producer, TransactionError, _binding
+from rdk.transactions import group_metadata_of
 
 
 def group_metadata(bootstrap: str, group: str) -> tuple[_binding.Client, GroupMetadata]:
     client = _binding.Client("consumer", {"bootstrap.servers": bootstrap, "group.id": group,
                                           "log_level": 3})
-    return client, GroupMetadata._from_client(client)
+    return client, group_metadata_of(client)
 
 
 @pytest.mark.parametrize("offsets, named", [

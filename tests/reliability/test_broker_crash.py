@@ -27,7 +27,7 @@ from helpers import produce, read_log, wait_until
 
 from rdk import Admin, BrokerOffsetStore, Consumer, KafkaError, Producer, _binding
 from rdk._binding import ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.errors import RdkError
 from rdk.mock import S3Server, TansuBroker, start_broker
 from rdk.offsets import offset_file_path, read_offset_file

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import rdk._binding as binding
 from rdk._binding import ERROR_CODES, ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.consumer import _batch
 from rdk.mock import MockCluster
 

@@ -42,7 +42,7 @@ from helpers import read_log, stored, wait_until
 import rdk
 from rdk import Admin, KafkaError, Producer, TransactionError, _binding
 from rdk._binding import ffi, lib
-from rdk._fetch import Fetcher
+from rdk._binding.fetch import Fetcher
 from rdk.errors import RdkError
 from rdk.testing import KafkaCluster, kafka_libs
 from rdk.transactions import TransactionalOffsetStore

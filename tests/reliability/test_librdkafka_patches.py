@@ -21,7 +21,7 @@ FETCH_THEN_DELETE = textwrap.dedent("""
     import sys, time
     import rdk
     from rdk import _binding
-    from rdk._partitions import true_watermarks
+    from rdk._binding.partitions import true_watermarks
 
     bootstrap, topic = sys.argv[1], sys.argv[2]
     with rdk.Producer(bootstrap) as p:

@@ -309,7 +309,7 @@ def test_python_m_rdk_mock_refuses_an_illegal_topic_name():
 
 
 def test_produce_binary_sends_every_complete_frame_before_a_truncated_tail(tmp_path):
-    from rdk.cli import frame
+    from rdk.cli._framing import frame
 
     with MockCluster(1) as mc:
         mc.create_topic("f", 1)

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 from helpers import wait_until
 
+import rdk
 import rdk.mock
 import rdk.testing
 from rdk.errors import RdkError
@@ -44,6 +45,28 @@ def test_mock_cluster_methods_name_their_bad_argument():
             mc.push_request_errors("Produce", [1.5])
         mc.push_request_errors("Fetch", ["_TIMED_OUT"])  # names and keys both work
         mc.clear_request_errors(1)
+
+
+def test_mock_cluster_refusals_name_the_call_and_its_target():
+    """librdkafka's refusals come back as KafkaError with the call's context."""
+    with MockCluster(2) as mc:
+        mc.create_topic("t", 2)
+        for call, context in [(lambda: mc.broker_set_down(9), "broker 9 down"),
+                              (lambda: mc.broker_set_up(9), "broker 9 up"),
+                              (lambda: mc.broker_remove_from_metadata(9),
+                               "broker 9 remove from metadata"),
+                              (lambda: mc.broker_set_rtt(9, 10), "broker rtt"),
+                              (lambda: mc.partition_set_follower("t", 7, 1), "follower of t[7]")]:
+            with pytest.raises(rdk.KafkaError) as caught:
+                call()
+            assert caught.value.context == context, caught.value
+        mc.partition_set_leader("t", 1, 2)  # accepted calls return nothing
+        mc.partition_set_follower("t", 1, 1)
+        mc.coordinator_set("group", "g", 2)
+        mc.broker_set_rtt(1, 0)
+        mc.topic_set_error("t", "_TIMED_OUT")
+        mc.broker_set_down(2)
+        mc.broker_set_up(2)
 
 
 @pytest.mark.parametrize("kwargs,exc,pattern", [
@@ -117,7 +140,7 @@ def test_python_m_rdk_mock_lists_the_registry_kinds_and_refuses_a_bad_count():
 
 
 def test_building_the_cli_parser_imports_no_broker_module():
-    code = ("import sys, rdk.cli; rdk.cli.build_parser(); "
+    code = ("import sys, rdk.cli._parser; rdk.cli._parser.build_parser(); "
             "print(sorted(m for m in sys.modules if m == 'rdk.mock' or m.startswith('rdk.testing.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "['rdk.testing._kinds', 'rdk.testing._serve']"

@@ -18,6 +18,7 @@ import pytest
 from rdk import offsets
 from rdk._binding import ERROR_CODES
 from rdk._binding import lib as real_lib
+from rdk._binding import partitions as partitions_mod
 from rdk.errors import KafkaError, LockedError, OffsetFileError
 from rdk.offsets import (
     MAX_FILE_BYTES,
@@ -585,12 +586,15 @@ def test_partition_locks_exact(tmp_path):
 
 # -- second pass: what the first mutation run left ------------------------------------------
 class RecordingLib:
-    """_stores.lib with rd_kafka_committed / rd_kafka_commit recorded (and optionally bent)."""
+    """The binding's lib (rdk._binding.partitions, where the stores' commit and committed
+    calls are) with rd_kafka_committed / rd_kafka_commit recorded (and optionally bent)."""
 
     def __init__(self, commit_err=0) -> None:
         self.committed_ms: list = []
         self.commit_err = commit_err
-        self.RD_KAFKA_OFFSET_INVALID = real_lib.RD_KAFKA_OFFSET_INVALID
+
+    def __getattr__(self, name):  # every other function and constant: the real one
+        return getattr(real_lib, name)
 
     def rd_kafka_committed(self, rk, tpl, ms):
         self.committed_ms.append(ms)
@@ -608,7 +612,7 @@ def test_read_gives_librdkafka_the_time_left_in_ms(store, cluster, monkeypatch):
     clock = Clock()
     rec = RecordingLib()
     monkeypatch.setattr(_stores, "time", clock)
-    monkeypatch.setattr(_stores, "lib", rec)
+    monkeypatch.setattr(partitions_mod, "lib", rec)
     cluster.push_request_errors("OffsetFetch", ["NOT_COORDINATOR"])
     assert store.read([0]) == {}
     assert rec.committed_ms == [3000, 2950]
@@ -622,7 +626,8 @@ def test_read_gives_librdkafka_the_time_left_in_ms(store, cluster, monkeypatch):
 
 
 def test_a_partition_refused_by_the_commit_is_named(store, monkeypatch):
-    monkeypatch.setattr(_stores, "lib", RecordingLib(commit_err=ERROR_CODES["OFFSET_METADATA_TOO_LARGE"]))
+    refusing = RecordingLib(commit_err=ERROR_CODES["OFFSET_METADATA_TOO_LARGE"])
+    monkeypatch.setattr(partitions_mod, "lib", refusing)
     with pytest.raises(KafkaError) as ei:
         store.commit({1: 5})
     assert ei.value.name == "OFFSET_METADATA_TOO_LARGE"

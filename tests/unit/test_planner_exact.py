@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from rdk._binding import ERROR_CODES
+from rdk._binding import partitions as partitions_mod
 from rdk.errors import ConfigError, KafkaError
 from rdk.spark import planner as planner_mod
 from rdk.spark.options import EARLIEST, LATEST, ReadOptions, Timestamps
@@ -431,11 +432,12 @@ def test_record_timestamps_error_and_timeout(fetcher, fake):
 def test_offsets_for_times_asks_the_broker_once_per_call(fake, monkeypatch):
     p = make(timeout=2.5)
     calls: list = []
-    monkeypatch.setattr(planner_mod, "partition_list", lambda items: ("tpl", list(items)))
-    monkeypatch.setattr(planner_mod, "partition_list_offsets",
+    # the planner's offsets_for_times is the binding's (rdk._binding.partitions)
+    monkeypatch.setattr(partitions_mod, "partition_list", lambda items: ("tpl", list(items)))
+    monkeypatch.setattr(partitions_mod, "partition_list_offsets",
                         lambda tpl, ctx: calls.append(("offsets", tpl, ctx)) or {("a", 0): 4})
     results = [TIMED_OUT, 0]
-    monkeypatch.setattr(planner_mod, "lib", SimpleNamespace(
+    monkeypatch.setattr(partitions_mod, "lib", SimpleNamespace(
         rd_kafka_offsets_for_times=lambda rk, tpl, ms: calls.append((rk, tpl, ms)) or results.pop(0)))
     assert p.offsets_for_times({}) == {}
     assert calls == []
@@ -584,9 +586,10 @@ def test_retried_lookups_are_named_in_the_log(fake, caplog, monkeypatch):
         return call
 
     monkeypatch.setattr(planner_mod, "true_watermarks", once("wm", {0: (0, 3)}))
-    monkeypatch.setattr(planner_mod, "partition_list", lambda items: list(items))
-    monkeypatch.setattr(planner_mod, "partition_list_offsets", lambda tpl, ctx: {("a", 0): 2})
-    monkeypatch.setattr(planner_mod, "lib", SimpleNamespace(rd_kafka_offsets_for_times=once("oft", 0)))
+    monkeypatch.setattr(partitions_mod, "partition_list", lambda items: list(items))
+    monkeypatch.setattr(partitions_mod, "partition_list_offsets", lambda tpl, ctx: {("a", 0): 2})
+    monkeypatch.setattr(partitions_mod, "lib",
+                        SimpleNamespace(rd_kafka_offsets_for_times=once("oft", 0)))
     with caplog.at_level(logging.WARNING, logger="rdk.spark"):
         assert p.topic_partitions(missing_ok=False) == [("a", 0)]
         assert p.watermarks([("a", 0)]) == {("a", 0): (0, 3)}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import _binding, _partitions
-from .._binding import check, lib
+from .. import _binding
+from .._binding import partitions as _partitions
 from ..validate import check_int, check_topic_name
 from ._base import _AdminBase, _check_timeout, check_mapping
 
@@ -101,8 +101,7 @@ class _OffsetsAdmin(_AdminBase):
             check_int(p, "offsets_for_times: partition", minimum=0, maximum=2**31 - 1)
             check_int(ms, f"offsets_for_times: timestamp of partition {p} (ms)", minimum=0,
                       maximum=2**63 - 1)
-        tpl = _partitions.partition_list((topic, p, ms) for p, ms in timestamps.items())
-        check(lib.rd_kafka_offsets_for_times(self._rk, tpl, int(timeout * 1000)),
-              f"offsets_for_times on {topic!r}")
-        found = _partitions.partition_list_offsets(tpl, "offsets_for_times")
+        found = _partitions.offsets_for_times(
+            self._rk, ((topic, p, ms) for p, ms in timestamps.items()), int(timeout * 1000),
+            f"offsets_for_times on {topic!r}", "offsets_for_times")
         return {p: offset for (_, p), offset in found.items()}

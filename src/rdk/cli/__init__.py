@@ -16,41 +16,8 @@ formats), and one module per subcommand: ``_produce``, ``_consume``, ``_offsets`
 
 from __future__ import annotations
 
-from ._bench import bench_candidates, cmd_bench, find_bench
-from ._consume import ConsumeJob, cmd_consume
-from ._formats import encode_messages
-from ._framing import NULL_FRAME, frame, read_frames, write_frame
-from ._mock import cmd_mock
-from ._offsets import cmd_offsets_set, cmd_offsets_show
-from ._parser import BROKERS, EXAMPLES, TOPIC, build_parser, main
-from ._produce import SEND_CHUNK, cmd_produce
-from ._stats import cmd_stats
-from ._ui import UsageError, print_table
-from ._version import cmd_version
+# the command line is the interface (docs/guide/cli.md), not a Python API: main(argv) is what
+# the ``rdk`` entry point and ``python -m rdk`` call; the subcommands stay in private modules
+from ._parser import main as main
 
-__all__ = [
-    "BROKERS",
-    "EXAMPLES",
-    "NULL_FRAME",
-    "SEND_CHUNK",
-    "TOPIC",
-    "ConsumeJob",
-    "UsageError",
-    "bench_candidates",
-    "build_parser",
-    "cmd_bench",
-    "cmd_consume",
-    "cmd_mock",
-    "cmd_offsets_set",
-    "cmd_offsets_show",
-    "cmd_produce",
-    "cmd_stats",
-    "cmd_version",
-    "encode_messages",
-    "find_bench",
-    "frame",
-    "main",
-    "print_table",
-    "read_frames",
-    "write_frame",
-]
+__all__: list[str] = []

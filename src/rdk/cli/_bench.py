@@ -1,7 +1,9 @@
 """``rdk bench``: run bench/run.py of rdk's source repository with the given arguments.
 
-The benchmarks ship with the repository, not with the installed package. The script is
-run from its file (``runpy.run_path``, no change to ``sys.path``) and its ``main(argv)``
+The benchmarks ship with the repository, not with the installed package: ``rdk bench``
+works in a clone (an editable install, or run from the clone's root) and says so clearly
+anywhere else; it never runs a ``bench/run.py`` of a directory that is not rdk's clone. The
+script is run from its file (``runpy.run_path``, no change to ``sys.path``) and its ``main(argv)``
 is called; its return value is the exit code.
 """
 
@@ -14,10 +16,19 @@ from pathlib import Path
 from ._ui import eprint
 
 
+def _is_clone(root: Path) -> bool:
+    """``root`` holds rdk's sources as its repository lays them out."""
+    return (root / "src" / "rdk" / "__init__.py").is_file()
+
+
 def bench_candidates() -> list[Path]:
-    """Where bench/run.py is looked for: rdk's source tree, then the current directory."""
-    source_root = Path(__file__).resolve().parents[3]  # <root>/src/rdk/cli/_bench.py
-    return [source_root / "bench" / "run.py", Path.cwd() / "bench" / "run.py"]
+    """Where bench/run.py is looked for: the clone this rdk runs from (an editable install:
+    ``<root>/src/rdk/cli/_bench.py``), then the current directory if it is a clone of rdk.
+    An installed wheel is in no clone: then only the current directory can be one."""
+    here = Path(__file__).resolve()
+    roots = [here.parents[3]] if here.parents[2].name == "src" else []
+    roots.append(Path.cwd())
+    return [root / "bench" / "run.py" for root in dict.fromkeys(roots) if _is_clone(root)]
 
 
 def find_bench() -> Path | None:
@@ -29,7 +40,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Call bench/run.py's ``main(args.bench_args)``; 1 if the script is missing."""
     path = find_bench()
     if path is None:
-        looked = " or ".join(str(c) for c in dict.fromkeys(bench_candidates()))
+        looked = " or ".join(str(c) for c in bench_candidates()) or (
+            "no clone: rdk is not installed from one and the current directory is not one")
         eprint(f"rdk bench: error: bench/run.py was not found (looked for {looked}). The "
                "benchmarks ship with rdk's source repository, not with the installed package: "
                "run `rdk bench` from a clone of the repository.")

@@ -214,7 +214,7 @@ class _SlotWriter:
             written: dict[int, int] = {}
             for m in messages[:k]:
                 written[m.partition] = max(written.get(m.partition, -1), m.offset)
-            batch._commit_part(written)
+            batch.commit_through(written)
             self._end_pool()
             return False
         batch.commit()

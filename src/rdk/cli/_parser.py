@@ -328,7 +328,9 @@ def _add_stats(add: _Add) -> None:
 
 
 def _add_mock(add: _Add) -> None:
-    from ..testing._serve import build_parser as broker_parser  # light: no broker class imported
+    # python -m rdk.mock's parser (importable from rdk.testing, not in its __all__); light: it
+    # imports no broker class
+    from ..testing import build_parser as broker_parser
 
     m = add("mock", "Serve an embedded broker (mock cluster, Tansu, Apache Kafka) until interrupted.",
             parents=[broker_parser("rdk mock")], add_help=False)

@@ -25,7 +25,9 @@ Modules, one role each:
 - ``_group``: group mode (rebalances on a thread of ours, the group's offset store) and
   the per-topic trackers and stores of several topics;
 - ``_beyond_end``: on_offset_out_of_range where the broker does not report it (Tansu);
-- ``_loop_thread``: the asyncio loop that runs awaitables the callback returns.
+
+The asyncio loop that runs awaitables the callback returns is ``rdk._loop_thread``'s,
+shared with the share consumer.
 """
 
 from ._batch import Batch

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from .. import _binding, _partitions, offsets, slots
+from .. import _binding, offsets, slots
 from .._binding import lib
-from .._fetch import GroupFetcher
+from .._binding import partitions as _partitions
+from .._binding.fetch import GroupFetcher
 from ..errors import KafkaError
 from ._beyond_end import BeyondEndRule
 from ._config import ConsumerConfig
@@ -37,7 +38,8 @@ from ._progress import Key, Progress
 
 __all__ = ["METADATA_TIMEOUT", "GroupAssignment", "SlotAssignment", "Wiring", "fenced_seek"]
 
-METADATA_TIMEOUT = 10.0        # start(): seconds to learn the topic's partitions from the broker
+METADATA_TIMEOUT = 10.0
+"""Seconds ``start()`` waits for the topic's partitions from the broker."""
 _WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
 
 

@@ -6,7 +6,7 @@ itself; without that module, :func:`python_messages` builds the same list with `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from typing import Any
 
@@ -30,9 +30,10 @@ class Batch:
     ``messages`` (list of [rdk.Message][]), ``repeats`` and ``misses``
     (kafka-native's counts), ``topic``, ``offsets`` (``{partition: (first, last)}``).
     ``commit()`` records the batch's offsets now (the iterator interface; in a callback it
-    settles the batch early). ``undecodable``: with a ``value_deserializer``/``key_deserializer``,
-    the ``(raw rdk.Message, DeserializationError)`` of records that could not be decoded (they are
-    not in ``messages``; the batch's offsets still cover them); otherwise empty.
+    settles the batch early); ``commit_through()`` records only a processed prefix.
+    ``undecodable``: with a ``value_deserializer``/``key_deserializer``, the ``(raw
+    rdk.Message, DeserializationError)`` of records that could not be decoded (they are not in
+    ``messages``; the batch's offsets still cover them); otherwise empty.
 
     Args:
         messages: The batch's messages.
@@ -74,11 +75,34 @@ class Batch:
         if self._settle is not None:
             self._settle(self, True, None, True)
 
-    def _commit_part(self, part: dict[int, int]) -> None:
-        """Record this batch as processed only up to ``{partition: last offset}`` (nothing of
-        a partition left out, and nothing after it in this run): the CLI's ``--count`` cut."""
+    def commit_through(self, offsets: Mapping[int, int]) -> None:
+        """Record this batch as processed only through ``{partition: last processed offset}``:
+        for a consumer that stops partway through a batch (``rdk consume --count`` does).
+
+        A partition left out of ``offsets`` records nothing of this batch, and nothing after
+        the given offsets (in this batch or a later one) is recorded in this run: stop the
+        consumer after it; the rest is delivered again after a restart.
+
+        Args:
+            offsets: ``{partition: last processed offset}`` for partitions of this batch.
+
+        Raises:
+            TypeError: ``offsets`` is not a mapping of int partitions to int offsets.
+            ValueError: ``offsets`` names a partition this batch does not hold.
+        """
+        if not isinstance(offsets, Mapping):
+            raise TypeError("offsets must be a mapping {partition: last processed offset}, "
+                            f"got {type(offsets).__name__}")
+        held = self.offsets
+        for partition, offset in offsets.items():
+            if partition not in held:
+                raise ValueError(f"offsets: partition {partition!r} is not in this batch "
+                                 f"(it holds {sorted(held)})")
+            if not isinstance(offset, int) or isinstance(offset, bool):
+                raise TypeError(f"offsets[{partition}] must be an int offset, "
+                                f"got {type(offset).__name__}")
         if self._settle is not None:
-            self._settle(self, True, part)
+            self._settle(self, True, dict(offsets))
 
     def __len__(self) -> int:
         return len(self.messages)

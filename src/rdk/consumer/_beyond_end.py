@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._binding import ERROR_CODES, Client, lib
-from .._partitions import cached_high_watermark
+from .._binding.partitions import cached_high_watermark
 from ..errors import KafkaError
 
 __all__ = ["BeyondEndRule"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _binding, offsets, slots
 from .._binding import lib
+from .._loop_thread import is_event_loop
 from ..errors import ConfigError, KafkaError
 from ..validate import (
     check_bootstrap_rule,
@@ -27,7 +28,6 @@ from ..validate import (
     check_topic_name,
     check_topic_pattern,
 )
-from ._loop_thread import is_event_loop
 from ._progress import TopicFileStores, TopicKeyedStore
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ConsumerConfig:
         }
         self.driver_options = driver_options
         self.topic_props = {**topic_options, "auto.offset.reset": self.on_offset_out_of_range}
-        lib.rd_kafka_conf_destroy(_binding.new_conf(self.props))
+        _binding.validate_options(self.props)
         _binding.validate_topic_options(self.topic_props)
 
     def group_props(self) -> dict[str, Any]:

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import stats
 from .._lifecycle import Lifecycle
+from .._loop_thread import LoopThread
 from ..errors import ClosedError, KafkaError
 from ._assignment import METADATA_TIMEOUT, GroupAssignment, SlotAssignment, Wiring, fenced_seek
 from ._batch import Batch
 from ._config import ConsumerConfig, check_seek_offset, stops_consumer
 from ._delivery import DeliveryThread
-from ._loop_thread import LoopThread
 from ._pipeline import FetchPipeline
 from ._progress import Key, Progress
 from ._stats_report import StatsReporter
@@ -477,9 +477,9 @@ class Consumer(Lifecycle):
         client = self._assignment.client
         if client is None or self._state != "running":
             raise RuntimeError("group_metadata() needs a started consumer (start() or batches())")
-        from ..transactions import GroupMetadata
+        from ..transactions import group_metadata_of
 
-        return GroupMetadata._from_client(client)
+        return group_metadata_of(client)
 
     def __repr__(self) -> str:
         if self.group_id is not None:

@@ -22,9 +22,9 @@ from functools import partial
 from typing import Any
 
 from .._binding import ERROR_CODES
+from .._loop_thread import LoopThread
 from ..errors import KafkaError
 from ._batch import Batch
-from ._loop_thread import LoopThread
 from ._pipeline import FetchPipeline
 from ._tracker import SettlementTracker
 

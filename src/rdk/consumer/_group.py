@@ -3,7 +3,7 @@
 librdkafka's rebalance events (RD_KAFKA_EVENT_REBALANCE) arrive on the consumer queue,
 which a thread of ours (:class:`GroupMember`) serves; messages never go there, because
 each assigned partition's queue is forwarded to the fetch pipeline's own queue first
-(:class:`rdk._fetch.GroupFetcher`). So librdkafka's threads never call Python, and the
+(:class:`rdk._binding.fetch.GroupFetcher`). So librdkafka's threads never call Python, and the
 rebalance is handled where rdk can wait:
 
 - **assign**: read the stored progress of the new partitions, fence off anything fetched
@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._binding import ERROR_CODES, Client, check, check_error, ffi, lib
-from .._partitions import partition_list, partition_list_offsets
+from .._binding.partitions import partition_list, partition_list_offsets
 from ..errors import KafkaError
 from ._progress import Key
 
 if TYPE_CHECKING:
-    from .._fetch import GroupFetcher
+    from .._binding.fetch import GroupFetcher
     from ._pipeline import FetchPipeline
 
 __all__ = ["REVOKE_TIMEOUT", "GroupHost", "GroupMember", "GroupOffsetStore", "Key"]
@@ -43,6 +43,8 @@ __all__ = ["REVOKE_TIMEOUT", "GroupHost", "GroupMember", "GroupOffsetStore", "Ke
 #: seconds a revoke waits at most for the revoked partitions' in-flight batches to settle
 #: (and less if ``max.poll.interval.ms``, the group's rebalance timeout, is under twice that)
 REVOKE_TIMEOUT = 30.0
+"""Seconds a revoke waits at most for the revoked partitions' in-flight batches to settle
+(less when ``max.poll.interval.ms``, the group's rebalance timeout, is under twice that)."""
 _COMMIT_TIMEOUT = 10.0
 _POLL_MS = 100
 

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from .._binding import ERROR_CODES, Client, ffi, lib
-from .._fetch import Fetcher
-from .._partitions import PARTITION_EOF, batch_errors, error_text
+from .._binding.fetch import Fetcher
+from .._binding.partitions import PARTITION_EOF, batch_errors, error_text
 from ..errors import KafkaError
 from ._batch import Batch, Parts, build_messages
 

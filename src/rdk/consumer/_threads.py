@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._loop_thread import LoopThread
 from ._delivery import DeliveryThread
-from ._loop_thread import LoopThread
 from ._pipeline import FetchPipeline
 from ._progress import Progress
 

@@ -24,14 +24,11 @@ from __future__ import annotations
 # ``name as name``: importable from rdk.offsets as before it became a package, but not in
 # __all__ (helpers and constants, not the documented API)
 from ._committer import REBALANCE_ERRORS as REBALANCE_ERRORS
-from ._committer import OffsetCommitter
+from ._committer import OffsetCommitter as OffsetCommitter
 from ._files import SYNCFS_MIN_FILES as SYNCFS_MIN_FILES
-from ._files import (
-    ensure_directory,
-    remove_temp_files,
-    write_offset_file,
-    write_offset_files,
-)
+from ._files import ensure_directory as ensure_directory
+from ._files import remove_temp_files as remove_temp_files
+from ._files import write_offset_file, write_offset_files
 from ._format import MAX_FILE_BYTES as MAX_FILE_BYTES
 from ._format import MAX_OFFSET as MAX_OFFSET
 from ._format import NAME_MAX as NAME_MAX
@@ -52,17 +49,14 @@ from ._stores import BrokerOffsetStore, FileOffsetStore, OffsetStore
 __all__ = [
     "BrokerOffsetStore",
     "FileOffsetStore",
-    "OffsetCommitter",
     "OffsetFile",
     "OffsetStore",
     "PartitionLock",
-    "ensure_directory",
     "is_locked",
     "list_offset_files",
     "lock_partitions",
     "offset_file_path",
     "read_offset_file",
-    "remove_temp_files",
     "write_offset_file",
     "write_offset_files",
 ]

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .. import _binding
-from .._binding import check, lib
-from .._partitions import partition_list, partition_list_offsets
+from .._binding.partitions import commit as commit_offsets
+from .._binding.partitions import committed as partitions_committed
 from ..errors import KafkaError
 from ..validate import check_broker, check_group_id, check_int, check_options, check_topic_name, check_wait
 from ._files import ensure_directory, write_offset_files
@@ -238,10 +238,8 @@ class BrokerOffsetStore:
         delay = 0.05
         while True:
             left_ms = max(1, int((deadline - time.monotonic()) * 1000))
-            tpl = partition_list((topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
             try:
-                check(lib.rd_kafka_committed(client.rk, tpl, left_ms), context)
-                committed = partition_list_offsets(tpl, context)
+                committed = partitions_committed(client.rk, topic, partitions, left_ms, context)
             except KafkaError as e:
                 if e.name not in COORDINATOR_RETRY_ERRORS or time.monotonic() + delay >= deadline:
                     raise
@@ -268,10 +266,8 @@ class BrokerOffsetStore:
         for p, last in offsets.items():
             _check_partition(p)
             check_int(last, f"offset of topic {topic!r} partition {p}", minimum=-1, maximum=MAX_OFFSET)
-        tpl = partition_list((topic, p, last + 1) for p, last in offsets.items())
-        context = f"commit offsets for group {self.group_id!r}"
-        check(lib.rd_kafka_commit(client.rk, tpl, 0), context)
-        partition_list_offsets(tpl, context)
+        commit_offsets(client.rk, ((topic, p, last + 1) for p, last in offsets.items()),
+                       f"commit offsets for group {self.group_id!r}")
 
     def __repr__(self) -> str:
         return f"BrokerOffsetStore({self.group_id!r})"

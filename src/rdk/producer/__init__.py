@@ -25,13 +25,13 @@ The package, by role:
 
 from __future__ import annotations
 
-from ._balancers import BALANCERS
-from ._producer import QUEUE_FULL_POLICIES, Producer
+# the choices of Producer(balancer=..., queue_full=...), listed in its docstring
+from ._balancers import BALANCERS as BALANCERS
+from ._producer import QUEUE_FULL_POLICIES as QUEUE_FULL_POLICIES
+from ._producer import Producer
 from ._types import Delivery, DeliveryReportInfo, FlushResult, SendResult, StatsInfo
 
 __all__ = [
-    "BALANCERS",
-    "QUEUE_FULL_POLICIES",
     "Delivery",
     "DeliveryReportInfo",
     "FlushResult",

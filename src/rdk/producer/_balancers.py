@@ -16,7 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._binding import Client, ffi, lib
+from .._binding import Client, ffi
+from .._binding import produce as _produce
 
 log = logging.getLogger("rdk")
 
@@ -29,8 +30,8 @@ _PARTITIONERS = {
     "fnv1a": "fnv1a_random",
 }
 _C_BALANCERS = {
-    "round_robin": lib.RDK_BALANCE_ROUND_ROBIN,
-    "least_bytes": lib.RDK_BALANCE_LEAST_BYTES,
+    "round_robin": _produce.BALANCE_ROUND_ROBIN,
+    "least_bytes": _produce.BALANCE_LEAST_BYTES,
 }
 _PARTITION_COUNT_TTL = 60.0  # seconds a partition count is trusted by the C balancers
 _LOOKUP_RETRY = 10.0  # seconds before a failed background partition-count lookup is retried
@@ -108,12 +109,7 @@ class Balancers:
         if entry is not None:
             b = entry[1]
         else:
-            kind = lib.RDK_BALANCE_STICKY if self._c_kind is None else self._c_kind
-            b = ffi.gc(lib.rdk_balancer_new(kind), lib.rdk_balancer_free)
-            if b == ffi.NULL:
-                raise MemoryError("rdk_balancer_new")
-            if kind == lib.RDK_BALANCE_STICKY:
-                lib.rdk_balancer_set_sticky(b, self._sticky_ms, self._sticky_messages)
+            b = _produce.new_balancer(self._c_kind, self._sticky_ms, self._sticky_messages)
         entry = self._entries[topic] = (cnt, b, time.monotonic())
         return entry
 

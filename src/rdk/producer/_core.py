@@ -1,56 +1,23 @@
-"""The state rdk.Producer shares with its parts (``_sending``, ``_transactions``,
-``_lifetime``, ``_events``): the condition and what it guards, the Client, the checks every
-call makes, and the close at interpreter exit."""
+"""rdk.Producer's parts built around their shared ``ProducerState`` (``_state``), and the
+close at interpreter exit."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from .. import _binding, _exit
-from ..errors import ClosedError, KafkaError
 from ._accounting import Ledger
 from ._balancers import Balancers
 from ._config import ProducerConfig, timeout_seconds
 from ._events import EventHandlers
 from ._lifetime import Closer
 from ._sending import Sender
+from ._state import ProducerState
 from ._transactions import Transactions
 
 log = logging.getLogger("rdk")
-
-
-class ProducerState:
-    """What a producer's parts share: the condition and what it guards (the ledger and the
-    flags), the Client, and the checks every call makes."""
-
-    def __init__(self, cfg: ProducerConfig) -> None:
-        self.stats_cb = cfg.stats_cb
-        self.max_messages = cfg.max_messages
-        self.on_queue_full = cfg.on_queue_full
-        self.transactional_id = cfg.transactional_id
-        self.cond = threading.Condition(threading.Lock())  # guards the ledger and the flags below
-        self.ledger = Ledger(self.cond, cfg.dr_cb)
-        self.balancers = Balancers(cfg.balancer, cfg.driver)
-        self.active = 0  # send() calls inside the C enqueue
-        self.closing = False
-        self.fatal: KafkaError | None = None
-        self.on_auth_failure: list[Callable[[KafkaError], None]] = []  # rdk.aio's pending sends
-        self.on_deliveries: list[Callable[[], None]] = []  # rdk.aio's waits for room
-        self.client: Any = None  # the Client, once made (its event thread may poll before)
-        self.rk: Any = None
-
-    def check_open(self) -> None:
-        if self.closing:
-            raise ClosedError("Producer is stopped: it cannot be used after stop()")
-        self.client.ensure_open()  # a forked child: ClosedError naming the fork
-
-    def not_on_event_thread(self, what: str) -> None:
-        if self.client.on_event_thread():
-            raise RuntimeError(f"Producer.{what}() cannot be called from a producer callback: "
-                               "callbacks run on the thread that serves delivery reports")
 
 
 class ProducerCore:

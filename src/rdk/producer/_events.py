@@ -12,7 +12,7 @@ from ._accounting import run_user
 from ._types import StatsInfo
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
+    from ._state import ProducerState
 
 log = logging.getLogger("rdk")
 

@@ -9,13 +9,13 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import _binding, _exit
-from .._binding import lib
+from .._binding import produce as _produce
 from ..errors import KafkaError
 from ._config import AUTH_PROBE, PURGE_ALL
 from ._types import FlushResult
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
+    from ._state import ProducerState
     from ._transactions import Transactions
 
 log = logging.getLogger("rdk")
@@ -68,7 +68,7 @@ class Closer:
             # linger is immediate while rd_kafka_flush runs; it returns once librdkafka
             # has handed every report to our event thread (short calls: an authentication
             # failure is noticed within AUTH_PROBE seconds)
-            lib.rd_kafka_flush(p.rk, max(1, int(min(left, AUTH_PROBE) * 1000)))
+            _produce.flush(p.rk, max(1, int(min(left, AUTH_PROBE) * 1000)))
             with p.cond:
                 p.cond.wait_for(settled, max(0.0, min(0.2, deadline - time.monotonic())))
 
@@ -111,7 +111,7 @@ class Closer:
         left = self.drain(purge_at, stop_on_auth=True)
         if left:
             failure = self.auth_failed("stop()")
-            lib.rd_kafka_purge(p.rk, PURGE_ALL)  # purged messages are reported as failed
+            _produce.purge(p.rk, PURGE_ALL)  # purged messages are reported as failed
             if failure is not None:
                 log.error("rdk.Producer.stop(): %d message(s) not delivered: %s", left, failure)
             left = self.drain(close_at)

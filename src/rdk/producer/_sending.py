@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
-from .._binding import ffi, lib
+from .._binding import ffi
+from .._binding import produce as _produce
 from ..errors import ClosedError, QueueFullError, TransactionError
 from ..validate import check_callable, check_timeout, check_topic_name
 from ._accounting import ERR_QUEUE_FULL, SendState
@@ -20,8 +21,8 @@ from ._layout import layout, restrict
 from ._types import SendResult
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
     from ._lifetime import Closer
+    from ._state import ProducerState
 
 
 class Sender:
@@ -144,7 +145,7 @@ class Sender:
                 gen = p.ledger.dr_gen
                 errs = ffi.new("int32_t[]", args.n)
                 args.errs = errs
-                got = lib.rdk_produce_batch(args)
+                got = _produce.produce_batch(args)
                 enqueued += got
                 if got == args.n:
                     return enqueued

@@ -8,19 +8,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._binding import lib
+from .._binding import transactions as _txn
+from .._binding.partitions import partition_list
 from ..errors import ClosedError, TransactionError
-from ..transactions import (
-    GroupMetadata,
-    check_offsets,
-    check_partitions_exist,
-    new_partition_list,
-    raise_for_error,
-)
+from ..transactions import GroupMetadata, borrowed_pointer
 from ._config import ERR_NOT_CONFIGURED, INT32_MAX, timeout_seconds
+from ._txn_checks import check_offsets, check_partitions_exist
 
 if TYPE_CHECKING:
-    from ._core import ProducerState
+    from ._state import ProducerState
 
 
 class Transactions:
@@ -35,11 +31,11 @@ class Transactions:
 
     def init(self, timeout: Any) -> None:
         ms = self._timeout_ms(timeout, "init_transactions")
-        self._call("init_transactions", lib.rd_kafka_init_transactions, ms)
+        self._call("init_transactions", _txn.init_transactions, ms)
 
     def begin(self) -> None:
         self._check("begin_transaction")
-        self._call("begin_transaction", lib.rd_kafka_begin_transaction)
+        self._call("begin_transaction", _txn.begin_transaction)
 
     def send_offsets(self, offsets: Mapping[tuple[str, int], int], group_metadata: Any,
                      timeout: Any) -> None:
@@ -49,21 +45,20 @@ class Transactions:
             raise TypeError("group_metadata must be an rdk.GroupMetadata (from "
                             f"Consumer.group_metadata()), got {type(group_metadata).__name__}")
         ms = self._timeout_ms(timeout, "send_offsets_to_transaction")
-        parts = new_partition_list(checked)
-        with group_metadata._lock:  # close() of the metadata waits for this call
-            cgmd = group_metadata._pointer()
+        parts = partition_list((t, p, offset) for (t, p), offset in checked.items())
+        with borrowed_pointer(group_metadata) as cgmd:  # its close() waits for this call
             check_partitions_exist(self._s.client, checked, self.partitions, start + ms / 1000)
             ms = max(0, ms - int((time.monotonic() - start) * 1000))
-            self._call("send_offsets_to_transaction",
-                       lib.rd_kafka_send_offsets_to_transaction, parts, cgmd, ms)
+            self._call("send_offsets_to_transaction", _txn.send_offsets_to_transaction, parts,
+                       cgmd, ms)
 
     def commit(self, timeout: Any) -> None:
         ms = self._timeout_ms(timeout, "commit_transaction")
-        self._call("commit_transaction", lib.rd_kafka_commit_transaction, ms)
+        self._call("commit_transaction", _txn.commit_transaction, ms)
 
     def abort(self, timeout: Any) -> None:
         ms = self._timeout_ms(timeout, "abort_transaction")
-        self._call("abort_transaction", lib.rd_kafka_abort_transaction, ms)
+        self._call("abort_transaction", _txn.abort_transaction, ms)
 
     def defer_close(self) -> bool:
         """For ``stop()``, under the producer's condition: whether a transaction call is still
@@ -85,7 +80,8 @@ class Transactions:
         return min(ms, INT32_MAX)
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
-        """One librdkafka transaction call; stop() never frees the handle under it."""
+        """One librdkafka transaction call (``fn(rk, *args)`` raises its TransactionError);
+        stop() never frees the handle under it."""
         p = self._s
         with p.cond:
             if p.closing:
@@ -94,10 +90,10 @@ class Transactions:
             if not on_event_thread:
                 self.calls += 1
         if on_event_thread:  # begin_transaction() from a callback: the Client frees the
-            raise_for_error(fn(p.rk, *args), what)  # handle only after the callback
+            fn(p.rk, *args)  # handle only after the callback
             return
         try:
-            raise_for_error(fn(p.rk, *args), what)
+            fn(p.rk, *args)
         finally:
             with p.cond:
                 self.calls -= 1

@@ -25,8 +25,8 @@ from ._client import (
 )
 from ._json import JSONDeserializer, JSONSerializer
 from ._protobuf import ProtobufDeserializer, ProtobufSerializer
+from ._serde import MAGIC_BYTE as MAGIC_BYTE
 from ._serde import (
-    MAGIC_BYTE,
     DeserializationError,
     Deserializer,
     SerializationError,
@@ -37,7 +37,6 @@ from ._serde import (
 )
 
 __all__ = [
-    "MAGIC_BYTE",
     "AvroDeserializer",
     "AvroSerializer",
     "DeserializationError",

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from .. import _binding, validate
-from ..consumer._loop_thread import LoopThread, is_event_loop
+from .._loop_thread import LoopThread, is_event_loop
 from ..errors import ConfigError
 
 __all__ = ["ShareConfig"]

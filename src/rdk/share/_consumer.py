@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._binding.share import new_handle
 from .._lifecycle import Lifecycle
 from ..errors import KafkaError
 from ._config import ShareConfig
-from ._handle import new_handle, prepare_group
+from ._handle import prepare_group
 from ._messages import ShareBatch, ShareStats
 from ._thread import ShareCounts, ShareThread
 
@@ -161,7 +162,9 @@ class ShareConsumer(Lifecycle):
                 fail=self._fail, logger=self.logger, decode=self.decode,
                 lock_seconds=prepare_group(self._config), counts=self._counts, pid=self._pid,
                 deadline=self._deadline)
-            rkshare, self._handle = new_handle(self._config, worker)
+            rkshare, self._handle = new_handle(self._config.props, self._config.topics,
+                                               self._config.wants_stats, worker,
+                                               self._config.logger)
             self._worker = worker
             self._mark_running(mode)
             self._thread = worker.new_thread(rkshare, f"rdk-share-{self.group_id}")

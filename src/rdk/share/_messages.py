@@ -13,7 +13,8 @@ from itertools import islice, repeat
 from typing import Any
 
 from .._binding import ffi
-from ..message import Message, _tuplegetter
+from .._fields import tuple_field
+from ..message import Message
 
 __all__ = ["ACCEPT", "REJECT", "RELEASE", "ShareBatch", "ShareMessage", "ShareStats",
            "build_messages"]
@@ -28,7 +29,7 @@ class ShareMessage(Message):
     back with one more). Still a tuple: built at C speed like every consumed Message."""
 
     __slots__ = ()
-    delivery_count = _tuplegetter(7, "How many times the broker has delivered this record.")
+    delivery_count = tuple_field(7, "How many times the broker has delivered this record.")
     """How many times the broker has delivered this record (1 on the first delivery)."""
 
     def __reduce__(self):

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _binding
-from .._binding import ffi, lib
-from ..consumer._loop_thread import LoopThread
+from .._binding import ffi
+from .._binding import share as _share
+from .._loop_thread import LoopThread
 from ..errors import KafkaError
-from ._handle import close_handle
 from ._messages import ACCEPT, ACK_NAMES, RELEASE, ShareBatch, ShareStats, build_messages
 
 __all__ = ["ShareCounts", "ShareThread"]
@@ -96,31 +96,26 @@ class ShareThread:
 
     def _run(self) -> None:
         rkshare = self.rkshare
-        cbatch = lib.rdk_share_batch_new()
-        out = ffi.new("rd_kafka_messages_t **")
+        cbatch = _share.new_batch()
         try:
             while not self.stop_event.is_set():
-                out[0] = ffi.NULL
-                error = lib.rd_kafka_share_poll(rkshare, POLL_MS, out)
+                filled, error = _share.poll(rkshare, POLL_MS, cbatch)
                 self.serve_collected()
-                if error != ffi.NULL:
+                if error is not None:
                     self._poll_error(error)
                     continue
-                if out[0] == ffi.NULL:
+                if not filled:
                     continue
-                if lib.rdk_share_fill(cbatch, out[0]) < 0:
-                    lib.rdk_share_batch_clear(cbatch)
-                    raise MemoryError("rdk_share_fill: out of memory")
                 try:
                     self._one_batch(rkshare, cbatch)
                 finally:
-                    lib.rdk_share_batch_clear(cbatch)
+                    _share.clear_batch(cbatch)
         except BaseException as e:  # the consumer fails, the handle closes
             self.fail(e if isinstance(e, KafkaError)
                       else KafkaError(_binding.ERROR_CODES["_FAIL"], f"share thread: {e!r}"))
             self.logger.exception("share consumer of group %s: share thread failed", self.group_id)
         finally:
-            lib.rdk_share_batch_free(cbatch)
+            _share.free_batch(cbatch)
             self._close_handle(rkshare)
 
     def _one_batch(self, rkshare: Any, cbatch: Any) -> None:
@@ -143,7 +138,7 @@ class ShareThread:
         ok = self._deliver(info)
         types = info._finish(ACCEPT if ok else RELEASE)
         took = time.monotonic() - started
-        failed = lib.rdk_share_ack(rkshare, cbatch, types)
+        failed = _share.acknowledge(rkshare, cbatch, types)
         # librdkafka 2.15 reports no error for an acknowledgement sent after the records'
         # acquisition lock ran out (the broker gave them to another delivery meanwhile): a
         # batch that outlived the lock is counted and logged here, not as settled
@@ -279,13 +274,9 @@ class ShareThread:
                           "share consumer of group %s: %d acknowledgement(s) of %s[%d] "
                           "failed: %s%s", self.group_id, count, topic, partition, error, hint)
 
-    def _poll_error(self, error: Any) -> None:
-        code = lib.rd_kafka_error_code(error)
-        text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
-        fatal = bool(lib.rd_kafka_error_is_fatal(error))
-        lib.rd_kafka_error_destroy(error)
-        err = KafkaError(code, text, fatal=fatal)
-        if fatal or err.name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+    def _poll_error(self, err: KafkaError) -> None:
+        code, text = err.code, err.description
+        if err.fatal or err.name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
             self.fail(err)
             return
         self._log_limited(logging.WARNING, (code, text), "share consumer of group %s: poll: %s",
@@ -298,7 +289,7 @@ class ShareThread:
             return
         deadline = self.deadline if self.stop_event.is_set() else time.monotonic() + 30.0
         left_ms = max(1000, int((deadline - time.monotonic()) * 1000))
-        close_handle(rkshare, left_ms, self)
+        _share.close_handle(rkshare, left_ms, self)
         self.rkshare = None
 
     def _log_limited(self, level: int, key: Any, fmt: str, *args: Any) -> None:

@@ -27,23 +27,18 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 
 if TYPE_CHECKING:  # what type checkers and the docs see; at run time, loaded on first use
-    from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
-    from .reader import DataLossError
-    from .source import NAME, KafkaDataSource, kafka_schema
+    from .reader import DataLossError, MalformedRecordError
+    from .source import NAME as NAME
+    from .source import KafkaDataSource as KafkaDataSource
+    from .source import kafka_schema as kafka_schema
     from .stream import offsets_behind_latest
     from .writer import DeliveryError
 
 __all__ = [
-    "NAME",
     "DataLossError",
     "DeliveryError",
-    "KafkaDataSource",
-    "ReadOptions",
-    "WriteOptions",
-    "kafka_schema",
+    "MalformedRecordError",
     "offsets_behind_latest",
-    "parse_read_options",
-    "parse_write_options",
     "register",
 ]
 
@@ -57,11 +52,8 @@ _LAZY = {
     "KafkaDataSource": ".source",
     "kafka_schema": ".source",
     "DataLossError": ".reader",
+    "MalformedRecordError": ".reader",
     "DeliveryError": ".writer",
-    "ReadOptions": ".options",
-    "WriteOptions": ".options",
-    "parse_read_options": ".options",
-    "parse_write_options": ".options",
     "offsets_behind_latest": ".stream",
 }
 

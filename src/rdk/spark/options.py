@@ -16,25 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._binding import lib, new_conf, new_topic_conf
+from .._binding import validate_options, validate_topic_options
 from ..errors import ConfigError
 from ..slots import owns
 from ..validate import check_broker, check_topic_name
 
 log = logging.getLogger("rdk.spark")
 
-__all__ = [
-    "EARLIEST",
-    "LATEST",
-    "ReadOptions",
-    "Timestamps",
-    "WriteOptions",
-    "check_early",
-    "parse_include_headers",
-    "parse_read_options",
-    "parse_write_options",
-    "split_properties",
-]
+# the data source's internals; rdk.spark re-exports what users see
+__all__: list[str] = []
 
 EARLIEST = -2  # in offset JSON, as in the built-in connector
 LATEST = -1
@@ -104,7 +94,7 @@ class Timestamps:
 class ReadOptions:
     """Parsed reading options (picklable: it travels to executors).
 
-    Made by [parse_read_options][rdk.spark.parse_read_options] from the data source's
+    Made by `parse_read_options` from the data source's
     options, named after the built-in connector's in the field descriptions.
     """
 
@@ -175,7 +165,7 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """Parsed writing options, made by [parse_write_options][rdk.spark.parse_write_options]."""
+    """Parsed writing options, made by `parse_write_options`."""
 
     kafka: dict[str, str]
     """librdkafka properties (the ``kafka.*`` options), ``bootstrap.servers`` included."""
@@ -208,7 +198,7 @@ def _kafka_properties(opts: dict[str, str], what: str) -> dict[str, str]:
         if name in _FORBIDDEN:
             raise ConfigError(f"rdkafka option 'kafka.{name}' is not supported: {_FORBIDDEN[name]}")
     # librdkafka is the validator of its own properties: build a configuration now.
-    lib.rd_kafka_conf_destroy(new_conf(props, what="rdkafka option kafka.* (librdkafka)"))
+    validate_options(props, what="rdkafka option kafka.* (librdkafka)")
     return props
 
 
@@ -219,7 +209,7 @@ def split_properties(props: Mapping[str, str]) -> tuple[dict[str, str], dict[str
     topic: dict[str, str] = {}
     for name, value in props.items():
         try:
-            lib.rd_kafka_topic_conf_destroy(new_topic_conf({name: value}))
+            validate_topic_options({name: value})
         except ConfigError:
             glob[name] = value
         else:
@@ -516,7 +506,7 @@ def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOp
         streaming: Whether they are a stream source's (``readStream``) or a batch source's.
 
     Returns:
-        The parsed [ReadOptions][rdk.spark.ReadOptions].
+        The parsed `ReadOptions`.
 
     Raises:
         rdk.ConfigError: An option is missing, unknown, invalid, or not allowed here.
@@ -590,7 +580,7 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
         options: The data sink's options (names case-insensitive).
 
     Returns:
-        The parsed [WriteOptions][rdk.spark.WriteOptions].
+        The parsed `WriteOptions`.
 
     Raises:
         rdk.ConfigError: An option is missing, unknown or invalid.

@@ -24,21 +24,21 @@ from typing import TypeVar
 from pyspark.sql.datasource import InputPartition
 
 from .. import _binding
-from .._binding import ERROR_CODES, check, lib
-from .._fetch import Fetcher
-from .._partitions import (
+from .._binding import ERROR_CODES
+from .._binding.fetch import Fetcher
+from .._binding.partitions import (
     PARTITION_EOF,
     batch_errors,
     error_text,
-    partition_list,
-    partition_list_offsets,
+    offsets_for_times,
     query_watermarks,
     true_watermarks,
 )
 from ..errors import ConfigError, KafkaError
 from .options import EARLIEST, LATEST, Offsets, ReadOptions, Timestamps
 
-__all__ = ["TP", "OffsetRange", "Planner", "split_ranges"]
+# the data source's internals; rdk.spark re-exports what users see
+__all__: list[str] = []
 
 log = logging.getLogger("rdk.spark")
 
@@ -180,7 +180,7 @@ class Planner:
     # -- offsets ------------------------------------------------------------------
     def watermarks(self, tps: Iterable[TP], *, missing_ok: bool = False) -> dict[TP, tuple[int, int]]:
         """(low, end) per topic-partition: the true high watermark
-        (:func:`rdk._partitions.true_watermarks`), or under read_committed the last stable
+        (:func:`rdk._binding.partitions.true_watermarks`), or under read_committed the last stable
         offset. ``missing_ok``: a topic deleted since it was listed (its lookup answers
         UNKNOWN_TOPIC_OR_PART) is left out, as if it had not been listed."""
         tps = list(tps)
@@ -233,10 +233,9 @@ class Planner:
         """The earliest offset whose timestamp is >= the given ms, per topic-partition
         (-1 where there is none)."""
         def call() -> dict[TP, int]:
-            tpl = partition_list((t, p, ms) for (t, p), ms in stamps.items())
-            check(lib.rd_kafka_offsets_for_times(self._client.rk, tpl, int(self.timeout * 1000)),
-                  "offsets_for_times")
-            return partition_list_offsets(tpl, "offsets for times of")
+            return offsets_for_times(self._client.rk, ((t, p, ms) for (t, p), ms in stamps.items()),
+                                     int(self.timeout * 1000), "offsets_for_times",
+                                     "offsets for times of")
         return self._retrying("offsets for times", call) if stamps else {}
 
     def record_timestamps(self, positions: Mapping[TP, int]) -> dict[TP, int | None]:

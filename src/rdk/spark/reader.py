@@ -20,16 +20,16 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from .. import _binding
 from .._binding import ERROR_CODES
-from .._fetch import Fetcher
-from .._partitions import PARTITION_EOF, batch_errors, error_text, query_watermarks
+from .._binding.fetch import Fetcher
+from .._binding.partitions import PARTITION_EOF, batch_errors, error_text, query_watermarks
 from ..arrow import error_mask, record_batch
 from ..errors import ConfigError, KafkaError, RdkError
 from ._cache import CONSUMERS
 from .options import ReadOptions, split_properties
 from .planner import OffsetRange, Planner, split_ranges
 
-__all__ = ["FETCH_BATCH", "DataLossError", "KafkaBatchReader", "MalformedRecordError",
-           "read_range"]
+# the data source's internals; rdk.spark re-exports what users see
+__all__ = ["DataLossError", "MalformedRecordError"]
 
 log = logging.getLogger("rdk.spark")
 

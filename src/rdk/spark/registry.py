@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from ..errors import ConfigError, RdkError
 
-__all__ = ["RegistryCodec", "avro_to_arrow", "registry_codec"]
+# the data source's internals; rdk.spark re-exports what users see
+__all__: list[str] = []
 
 OPTIONS = {"valueformat", "schemaregistry.url", "schemaregistry.subject", "schemaregistry.basicauth"}
 

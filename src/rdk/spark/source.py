@@ -23,7 +23,8 @@ from .reader import KafkaBatchReader
 from .stream import KafkaStreamReader
 from .writer import KafkaBatchWriter, KafkaStreamWriter, check_write_schema
 
-__all__ = ["KafkaDataSource", "kafka_schema"]
+# the data source's internals; rdk.spark re-exports what users see
+__all__: list[str] = []
 
 NAME = "rdkafka"
 """The data source's format name: ``spark.read.format("rdkafka")``."""
@@ -75,7 +76,7 @@ class KafkaDataSource(DataSource):
     ``minOffsetsPerTrigger``, ``maxTriggerDelay``, ``minPartitions``,
     ``maxRecordsPerPartition``, ``failOnDataLoss``, ``fetchOffset.*``, ``groupIdPrefix``,
     ``includeHeaders``, ``topic``, any ``kafka.*`` librdkafka property) plus rdk's
-    ``numWorkers`` / ``workerSlot``; see [ReadOptions][rdk.spark.ReadOptions].
+    ``numWorkers`` / ``workerSlot``; see `rdk.spark.options.ReadOptions`.
 
     Spark makes it (``DataSource(options)``) and calls the methods below; applications
     only [register][rdk.spark.register] it.
@@ -83,14 +84,14 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        """The format name, [NAME][rdk.spark.NAME] (``"rdkafka"``)."""
+        """The format name, ``NAME`` (``"rdkafka"``)."""
         return NAME
 
     def schema(self) -> StructType:
         """Called by ``load()``: options are checked here, so mistakes fail at once.
 
         Returns:
-            [kafka_schema][rdk.spark.kafka_schema] for the ``includeHeaders`` option.
+            ``kafka_schema`` for the ``includeHeaders`` option.
 
         Raises:
             rdk.ConfigError: An option is missing, unknown or invalid.
@@ -108,7 +109,7 @@ class KafkaDataSource(DataSource):
         """The batch reader of ``spark.read``.
 
         Args:
-            schema: The schema Spark asks for; it must be [kafka_schema][rdk.spark.kafka_schema]'s.
+            schema: The schema Spark asks for; it must be ``kafka_schema``'s.
 
         Returns:
             The batch reader.
@@ -122,7 +123,7 @@ class KafkaDataSource(DataSource):
         """The micro-batch reader of ``spark.readStream``.
 
         Args:
-            schema: The schema Spark asks for; it must be [kafka_schema][rdk.spark.kafka_schema]'s.
+            schema: The schema Spark asks for; it must be ``kafka_schema``'s.
 
         Returns:
             The micro-batch reader.

@@ -42,13 +42,8 @@ from .options import ReadOptions
 from .planner import TP, OffsetRange, Planner, split_ranges
 from .reader import DataLossError, data_loss, read_range
 
-__all__ = [
-    "KafkaStreamReader",
-    "offsets_behind_latest",
-    "offsets_from_json",
-    "offsets_to_json",
-    "rate_limit",
-]
+# the data source's internals; rdk.spark re-exports what users see
+__all__ = ["offsets_behind_latest"]
 
 log = logging.getLogger("rdk.spark")
 

@@ -41,13 +41,8 @@ from ..producer._arrow import ArrowRows
 from ._cache import PRODUCERS
 from .options import WriteOptions, split_properties
 
-__all__ = [
-    "DeliveryError",
-    "KafkaBatchWriter",
-    "KafkaCommitMessage",
-    "KafkaStreamWriter",
-    "check_write_schema",
-]
+# the data source's internals; rdk.spark re-exports what users see
+__all__ = ["DeliveryError"]
 
 log = logging.getLogger("rdk.spark")
 

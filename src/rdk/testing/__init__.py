@@ -24,15 +24,23 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._base import EmbeddedBroker
-    from ._kinds import KINDS, BrokerKind, open_broker, start_broker
+    from ._kinds import KINDS, start_broker
+    from ._kinds import BrokerKind as BrokerKind
+    from ._kinds import open_broker as open_broker
     from ._process import free_port
-    from ._serve import build_parser, main, serve
-    from .kafka import KAFKA_VERSION, KafkaCluster, kafka_libs
-    from .mock import API_KEYS, MAX_MOCK_BROKERS, MockCluster, MockClusterProcess
+    from ._serve import build_parser as build_parser
+    from ._serve import main as main
+    from ._serve import serve as serve
+    from .kafka import KAFKA_VERSION, KafkaCluster
+    from .kafka import kafka_libs as kafka_libs
+    from .mock import API_KEYS, MockCluster, MockClusterProcess
+    from .mock import MAX_MOCK_BROKERS as MAX_MOCK_BROKERS
     from .running import RunningCluster
     from .schema_registry import SchemaRegistry
     from .tansu import S3Server, TansuBroker
 
+# importable, not in __all__: build_parser, main and serve (python -m rdk.mock's), and the
+# helpers behind the kinds (BrokerKind, open_broker, kafka_libs, MAX_MOCK_BROKERS)
 _WHERE = {
     "EmbeddedBroker": "_base", "KINDS": "_kinds", "BrokerKind": "_kinds", "open_broker": "_kinds",
     "start_broker": "_kinds", "free_port": "_process", "build_parser": "_serve", "main": "_serve",
@@ -46,8 +54,6 @@ __all__ = [
     "API_KEYS",
     "KAFKA_VERSION",
     "KINDS",
-    "MAX_MOCK_BROKERS",
-    "BrokerKind",
     "EmbeddedBroker",
     "KafkaCluster",
     "MockCluster",
@@ -56,12 +62,7 @@ __all__ = [
     "S3Server",
     "SchemaRegistry",
     "TansuBroker",
-    "build_parser",
     "free_port",
-    "kafka_libs",
-    "main",
-    "open_broker",
-    "serve",
     "start_broker",
 ]
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from .. import _binding
-from .._binding import check, ffi, lib
+from .._binding import broker_ids
 from ..errors import KafkaError, RdkError
 
 __all__ = ["ServerProcess", "free_port", "wait_for_metadata"]
@@ -141,18 +141,6 @@ def first_line(proc: subprocess.Popen, timeout: float) -> str:
     reader.start()
     reader.join(None if timeout >= threading.TIMEOUT_MAX else timeout)  # inf: without limit
     return str(lines[0]).strip() if lines else ""
-
-
-def broker_ids(client: _binding.Client, timeout: float) -> set[int]:
-    """The ids of the brokers a metadata answer lists (the live, unfenced ones)."""
-    client.ensure_open()
-    mdp = ffi.new("const struct rd_kafka_metadata **")
-    check(lib.rd_kafka_metadata(client.rk, 0, ffi.NULL, mdp, int(timeout * 1000)), "metadata")
-    md = mdp[0]
-    try:
-        return {int(md.brokers[i].id) for i in range(md.broker_cnt)}
-    finally:
-        lib.rd_kafka_metadata_destroy(md)
 
 
 def wait_for_metadata(bootstrap: str, deadline: float,

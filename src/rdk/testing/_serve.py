@@ -121,7 +121,7 @@ def build_parser(prog: str = "python -m rdk.mock") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rdk.mock``: parse ``argv`` and [serve][rdk.testing.serve] a broker.
+    """``python -m rdk.mock``: parse ``argv`` and `serve` a broker.
 
     Args:
         argv: The arguments. None: ``sys.argv[1:]``.

@@ -19,10 +19,13 @@ from .. import _binding
 from ..errors import KafkaError, RdkError
 from ..validate import check_int, check_topic_name
 from ._base import EmbeddedBroker
-from ._kafka_nodes import JVM_OPTIONS, KafkaNodes, cluster_id, find_java, shutdown
+
+# JVM_OPTIONS, LISTENERS, SASL_MECHANISMS: importable here as before, not in __all__
+from ._kafka_nodes import JVM_OPTIONS as JVM_OPTIONS
+from ._kafka_nodes import KafkaNodes, cluster_id, find_java, shutdown
+from ._kafka_security import LISTENERS as LISTENERS
+from ._kafka_security import SASL_MECHANISMS as SASL_MECHANISMS
 from ._kafka_security import (
-    LISTENERS,
-    SASL_MECHANISMS,
     check_listeners,
     check_users,
     make_tls,
@@ -31,7 +34,7 @@ from ._kafka_security import (
 )
 from ._process import ServerProcess
 
-__all__ = ["JVM_OPTIONS", "KAFKA_VERSION", "LISTENERS", "SASL_MECHANISMS", "KafkaCluster", "kafka_libs"]
+__all__ = ["KAFKA_VERSION", "KafkaCluster"]
 
 #: The Apache Kafka release scripts/setup.sh fetches (scripts/kafka/pom.xml pins the same).
 KAFKA_VERSION = "4.3.1"

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import _binding
-from .._binding import ERROR_CODES, check, ffi, lib
+from .._binding import ERROR_CODES
+from .._binding import mock as _mock
 from ..errors import RdkError
 from ..validate import check_choice, check_int, check_timeout, check_topic_name
 from ._base import EmbeddedBroker
 from ._process import first_line, server_process, stop_process
 
-__all__ = ["API_KEYS", "MAX_MOCK_BROKERS", "MockCluster", "MockClusterProcess"]
+__all__ = ["API_KEYS", "MockCluster", "MockClusterProcess"]
 
 # Kafka protocol request types, for push_request_errors().
 API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
@@ -65,7 +66,7 @@ def _destroy_mock(holder: list[Any], client: _binding.Client) -> None:
         client.close()
         return
     if mc is not None:
-        lib.rd_kafka_mock_cluster_destroy(mc)
+        _mock.cluster_destroy(mc)
     client.close()
 
 
@@ -94,11 +95,11 @@ class MockCluster(EmbeddedBroker):
         """The number of brokers (ids 1..num_brokers)."""
         # The handle only keeps the cluster's books; its event thread drains logs.
         self._client = _binding.Client("producer", {"log_level": 3})
-        mc = lib.rd_kafka_mock_cluster_new(self._client.rk, num_brokers)
-        if mc == ffi.NULL:
+        try:
+            mc, self.bootstrap_servers = _mock.cluster_new(self._client.rk, num_brokers)
+        except RdkError:
             self._client.close()
-            raise RdkError("rd_kafka_mock_cluster_new failed")
-        self.bootstrap_servers = ffi.string(lib.rd_kafka_mock_cluster_bootstraps(mc)).decode()
+            raise
         """The mock brokers' ``host:port`` list."""
         self._lock = threading.Lock()
         # librdkafka aborts the process if the handle is destroyed while it still owns a mock
@@ -139,13 +140,12 @@ class MockCluster(EmbeddedBroker):
         check_topic_name(name)
         check_int(partitions, "partitions", minimum=1, maximum=2**31 - 1)
         check_int(replication_factor, "replication_factor", minimum=1, maximum=2**31 - 1)
-        check(lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions,
-                                             replication_factor), f"mock topic {name!r}")
+        _mock.topic_create(self._cluster, name, partitions, replication_factor)
 
-    def _broker_call(self, fn: Any, broker_id: int, what: str) -> None:
-        """``fn(cluster, broker_id)``: a librdkafka call on one mock broker, checked."""
+    def _broker_call(self, fn: Any, broker_id: int) -> None:
+        """``fn(cluster, broker_id)``: a call on one mock broker."""
         _check_broker_id(broker_id)
-        check(fn(self._cluster, broker_id), f"broker {broker_id} {what}")
+        fn(self._cluster, broker_id)
 
     def broker_set_down(self, broker_id: int) -> None:
         """Close the broker's connections and refuse new ones until broker_set_up().
@@ -158,7 +158,7 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        self._broker_call(lib.rd_kafka_mock_broker_set_down, broker_id, "down")
+        self._broker_call(_mock.broker_set_down, broker_id)
 
     def broker_set_up(self, broker_id: int) -> None:
         """Let the broker accept connections again after ``broker_set_down()``.
@@ -171,7 +171,7 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        self._broker_call(lib.rd_kafka_mock_broker_set_up, broker_id, "up")
+        self._broker_call(_mock.broker_set_up, broker_id)
 
     def broker_remove_from_metadata(self, broker_id: int) -> None:
         """Leave the broker out of Metadata answers; it keeps its connections and answers.
@@ -187,8 +187,7 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        self._broker_call(lib.rd_kafka_mock_broker_remove_from_metadata, broker_id,
-                          "remove from metadata")
+        self._broker_call(_mock.broker_remove_from_metadata, broker_id)
 
     def coordinator_set(self, key_type: str, key: str, broker_id: int) -> None:
         """Make ``broker_id`` the coordinator of a transactional id or a group (librdkafka's
@@ -211,9 +210,7 @@ class MockCluster(EmbeddedBroker):
         if not isinstance(key, str):
             raise TypeError(f"key must be str, got {type(key).__name__}")
         _check_broker_id(broker_id)
-        check(lib.rd_kafka_mock_coordinator_set(self._cluster, key_type.encode(), key.encode(),
-                                                broker_id),
-              f"{key_type} coordinator of {key!r} on broker {broker_id}")
+        _mock.coordinator_set(self._cluster, key_type, key, broker_id)
 
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
         """Delay the broker's responses by ``rtt_ms`` milliseconds.
@@ -229,14 +226,14 @@ class MockCluster(EmbeddedBroker):
         """
         _check_broker_id(broker_id)
         check_int(rtt_ms, "rtt_ms", minimum=0, maximum=2**31 - 1)
-        check(lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms), "broker rtt")
+        _mock.broker_set_rtt(self._cluster, broker_id, rtt_ms)
 
-    def _partition_call(self, fn: Any, topic: str, partition: int, broker_id: int, role: str) -> None:
+    def _partition_call(self, fn: Any, topic: str, partition: int, broker_id: int) -> None:
         """``fn(cluster, topic, partition, broker_id)``: make ``broker_id`` the partition's
-        ``role`` ("leader", "follower"), checked."""
+        leader or follower."""
         _check_partition(topic, partition)
         _check_broker_id(broker_id)
-        check(fn(self._cluster, topic.encode(), partition, broker_id), f"{role} of {topic}[{partition}]")
+        fn(self._cluster, topic, partition, broker_id)
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
         """Make ``broker_id`` the partition's leader.
@@ -251,7 +248,7 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        self._partition_call(lib.rd_kafka_mock_partition_set_leader, topic, partition, broker_id, "leader")
+        self._partition_call(_mock.partition_set_leader, topic, partition, broker_id)
 
     def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
         """Make ``broker_id`` the broker that consumers of the partition fetch from.
@@ -266,8 +263,7 @@ class MockCluster(EmbeddedBroker):
             rdk.RdkError: The mock cluster is closed.
             rdk.ClosedError: In a process forked after the cluster was made.
         """
-        self._partition_call(lib.rd_kafka_mock_partition_set_follower, topic, partition, broker_id,
-                             "follower")
+        self._partition_call(_mock.partition_set_follower, topic, partition, broker_id)
 
     def push_request_errors(self, api: int | str, errors: Iterable[int | str]) -> None:
         """The next len(errors) requests of type ``api`` ("Produce", "Fetch"... or a key) fail.
@@ -285,8 +281,7 @@ class MockCluster(EmbeddedBroker):
         """
         key = _api_key(api)
         codes = [_error_code(e) for e in errors]
-        arr = ffi.new("rd_kafka_resp_err_t[]", codes)
-        lib.rd_kafka_mock_push_request_errors_array(self._cluster, key, len(codes), arr)
+        _mock.push_request_errors(self._cluster, key, codes)
 
     def clear_request_errors(self, api: int | str) -> None:
         """Drop the errors ``push_request_errors()`` queued for ``api``.
@@ -300,7 +295,7 @@ class MockCluster(EmbeddedBroker):
             rdk.ClosedError: In a process forked after the cluster was made.
         """
         key = _api_key(api)
-        lib.rd_kafka_mock_clear_request_errors(self._cluster, key)
+        _mock.clear_request_errors(self._cluster, key)
 
     def topic_set_error(self, topic: str, err: int | str) -> None:
         """Metadata answers for ``topic`` carry ``err`` (0 clears it).
@@ -315,7 +310,7 @@ class MockCluster(EmbeddedBroker):
             rdk.ClosedError: In a process forked after the cluster was made.
         """
         check_topic_name(topic)
-        lib.rd_kafka_mock_topic_set_error(self._cluster, topic.encode(), _error_code(err))
+        _mock.topic_set_error(self._cluster, topic, _error_code(err))
 
     def close(self) -> None:
         """Destroy the mock cluster, then its handle (idempotent; also at interpreter exit

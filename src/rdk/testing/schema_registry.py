@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import RdkError
 from ._process import ServerProcess, free_port
 
-__all__ = ["APICURIO_VERSION", "SchemaRegistry", "apicurio_home", "find_java21"]
+__all__ = ["SchemaRegistry"]
 
 APICURIO_VERSION = "3.3.3"
 """The Apicurio Registry release scripts/setup.sh fetches (scripts/apicurio/pom.xml pins the same)."""

@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ._binding import ERROR_CODES, Client, check, ffi, lib
-from ._fetch import Fetcher
-from .errors import KafkaError
+from ..errors import KafkaError
+from . import ERROR_CODES, Client, check, ffi, lib
+from .fetch import Fetcher
 
 __all__ = [
     "PARTITION_EOF",
@@ -143,6 +143,32 @@ def partition_list_offsets(tpl: Any, context: str) -> dict[tuple[str, int], int]
         out[(topic, int(el.partition))] = int(el.offset)
     return out
 
+
+
+def offsets_for_times(rk: Any, stamps: Iterable[tuple[str, int, int]], timeout_ms: int,
+                      context: str, list_context: str) -> dict[tuple[str, int], int]:
+    """``rd_kafka_offsets_for_times`` of (topic, partition, timestamp ms): {(topic, partition):
+    the first offset at or after it, -1 where there is none}."""
+    tpl = partition_list(stamps)
+    check(lib.rd_kafka_offsets_for_times(rk, tpl, timeout_ms), context)
+    return partition_list_offsets(tpl, list_context)
+
+
+def committed(rk: Any, topic: str, partitions: Iterable[int], timeout_ms: int,
+              context: str) -> dict[tuple[str, int], int]:
+    """``rd_kafka_committed``: the group's committed (next) offsets of ``topic``'s
+    ``partitions``, negative where there is none."""
+    tpl = partition_list((topic, p, lib.RD_KAFKA_OFFSET_INVALID) for p in partitions)
+    check(lib.rd_kafka_committed(rk, tpl, timeout_ms), context)
+    return partition_list_offsets(tpl, context)
+
+
+def commit(rk: Any, next_offsets: Iterable[tuple[str, int, int]], context: str) -> None:
+    """``rd_kafka_commit`` (synchronous) of (topic, partition, next offset); a partition the
+    broker refused raises KafkaError naming it."""
+    tpl = partition_list(next_offsets)
+    check(lib.rd_kafka_commit(rk, tpl, 0), context)
+    partition_list_offsets(tpl, context)
 
 # ---- errors in a fetched batch ----------------------------------------------------------
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _binding
-from ._binding import ERROR_CODES, ffi, lib
-from .errors import KafkaError
+from .. import _binding
+from ..errors import KafkaError
+from . import ERROR_CODES, ffi, lib
 
 
 class Fetcher:
@@ -115,3 +115,9 @@ class GroupFetcher:
         if self.queue is not None:
             self.client.release_queue(self.queue)
             self.queue = None
+
+
+def gather(batch: Any, which: int, out: Any) -> None:
+    """``rdk_batch_gather``: copy the kept messages' values (``which`` 0) or keys (1) of a
+    filled ``rdk_batch`` into ``out`` (a writable buffer of their total size), in order."""
+    lib.rdk_batch_gather(batch, which, ffi.from_buffer(out))

@@ -21,8 +21,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from ._rdkafka import ffi, lib
-from .errors import ClosedError, ConfigError, KafkaError, install_error_table
+from .._rdkafka import ffi, lib
+from ..errors import ClosedError, ConfigError, KafkaError, install_error_table
 
 __all__ = ["Client", "check", "features", "ffi", "lib", "librdkafka_version"]
 
@@ -921,3 +921,15 @@ class Client:
             self.closed = True
         self._state["join_timeout"] = timeout
         self._finalizer()
+
+
+def broker_ids(client: Client, timeout: float) -> set[int]:
+    """The ids of the brokers a metadata answer lists (the live, unfenced ones)."""
+    client.ensure_open()
+    mdp = ffi.new("const struct rd_kafka_metadata **")
+    check(lib.rd_kafka_metadata(client.rk, 0, ffi.NULL, mdp, int(timeout * 1000)), "metadata")
+    md = mdp[0]
+    try:
+        return {int(md.brokers[i].id) for i in range(md.broker_cnt)}
+    finally:
+        lib.rd_kafka_metadata_destroy(md)
