@@ -1,8 +1,7 @@
 """rdk against Apache Kafka's Java client, confluent-kafka and native C, on Apache Kafka
 (issues 27 and 35).
 
-``python bench/java_peer.py`` starts ONE ``rdk.testing.KafkaCluster(1)`` (or uses ``RDK_BROKERS``'s
-cluster when set; Apache Kafka 4.3.1,
+``python bench/java_peer.py`` starts ONE ``rdk.testing.KafkaCluster(1)`` (Apache Kafka 4.3.1,
 KRaft, one JVM) and measures, in the same run and on that broker:
 
 - throughput: produce and consume, msgs/s, MB/s (value bytes / 1e6) and the client's CPU µs
@@ -683,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         print(tables(json.loads(args.out.read_text())))
         return 0
-    from rdk.testing import KafkaCluster, RunningCluster, kafka_libs
+    from rdk.testing import KafkaCluster, kafka_libs
 
     args.plan = plan(args.quick, args.duration)
     if args.repeat:
@@ -695,17 +694,15 @@ def main(argv: list[str] | None = None) -> int:
     libs = kafka_libs()
     started = time.time()
     before = machine()
-    running = os.environ.get("RDK_BROKERS")  # a cluster somebody runs (the docs' tests)
-    with RunningCluster(running) if running else KafkaCluster(1) as cluster:
+    with KafkaCluster(1) as cluster:
         bench = Bench(args, cluster, libs)
         bench.run()
-        broker = (f"the running cluster {running} (RDK_BROKERS)" if running else
-                  f"Apache Kafka {cluster.version}, 1 node KRaft (rdk.testing.KafkaCluster(1))")
     data = {"meta": {"quick": args.quick, "repeat": args.plan["repeat"], "plan": args.plan,
                      "command": " ".join(["python bench/java_peer.py", *(argv or sys.argv[1:])]),
                      "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
                      "seconds": round(time.time() - started, 1), "machine_before": before,
-                     "machine_after": machine(), "broker": broker, "settings": settings()},
+                     "machine_after": machine(), "broker": f"Apache Kafka {cluster.version}, "
+                     "1 node KRaft (rdk.testing.KafkaCluster(1))", "settings": settings()},
             "runs": bench.runs}
     data["summary"] = summarise(bench.runs)
     args.out.write_text(json.dumps(data, indent=1))

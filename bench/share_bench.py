@@ -1,7 +1,6 @@
 """Share-group consume throughput: rdk.ShareConsumer vs Kafka's Java share consumer (issue 28).
 
-``python bench/share_bench.py`` starts ONE ``rdk.testing.KafkaCluster(1)`` (or uses ``RDK_BROKERS``'s
-cluster when set; Apache Kafka 4.3.1,
+``python bench/share_bench.py`` starts ONE ``rdk.testing.KafkaCluster(1)`` (Apache Kafka 4.3.1,
 KRaft, one JVM), writes 100 B messages to a fresh topic per partition count (4 and 64) with
 rdk.Producer, and measures share-consume throughput (msgs/s, every record accepted) of:
 
@@ -456,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         print(table(json.loads(args.out.read_text())))
         return 0
-    from rdk.testing import KafkaCluster, RunningCluster, kafka_libs
+    from rdk.testing import KafkaCluster, kafka_libs
 
     args.plan = plan(args.quick, args.count)
     if args.repeat:
@@ -468,11 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     libs = kafka_libs()
     started = time.time()
     before = machine()
-    running = os.environ.get("RDK_BROKERS")  # a cluster somebody runs (the docs' tests)
-    with RunningCluster(running) if running else KafkaCluster(1) as cluster:
+    with KafkaCluster(1) as cluster:
         runs = bench(args, cluster, libs)
-        broker = (f"the running cluster {running} (RDK_BROKERS)" if running else
-                  f"Apache Kafka {cluster.version}, 1 node KRaft (rdk.testing.KafkaCluster(1))")
+        broker = f"Apache Kafka {cluster.version}, 1 node KRaft (rdk.testing.KafkaCluster(1))"
     data = {"meta": {"quick": args.quick, "plan": args.plan, "size": SIZE,
                      "max_poll_records": MAX_POLL_RECORDS, "jvm": JVM_OPTIONS,
                      "confluent_share_consumer": has_confluent_share(),
