@@ -182,6 +182,9 @@ CLIENTS = {"rdk": run_rdk, "confluent": run_confluent, "confluent-fqb10": run_co
            "rdk-fetch": run_rdk_fetch}
 
 
+FAILED: list[str] = []  # clients whose pass failed (not "too small to time"): exit 1
+
+
 def run_pass(name: str, bootstrap: str, total: int, timeout: float) -> tuple[float, float]:
     """One client's pass in a fresh process: (msg/s, CPU us per message), NaN if it failed."""
     done = subprocess.run(
@@ -191,6 +194,7 @@ def run_pass(name: str, bootstrap: str, total: int, timeout: float) -> tuple[flo
         rate, cpu = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         print(f"  {name}: pass failed: {done.stderr.strip()[-500:]}", file=sys.stderr)
+        FAILED.append(name)
         return float("nan"), float("nan")
     return rate, cpu
 
@@ -261,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         for other in ("confluent", "confluent-fqb10"):
             if f"rdk_vs_{other}" in result:
                 print(f"  {kind:5} rdk / {other} = {result[f'rdk_vs_{other}']}x", file=sys.stderr)
+    if FAILED:
+        print(f"failed passes: {', '.join(FAILED)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.messages < a.batch:  # whole batches are sent: fewer would send nothing
+        ap.error(f"--messages ({a.messages}) must be at least --batch ({a.batch})")
 
     if a.worker:
         print(json.dumps(WORKERS[a.worker](a)))

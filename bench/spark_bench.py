@@ -55,7 +55,7 @@ prints its top frames (librdkafka fetch in C, Arrow building, per-batch Python).
     .venv/bin/python bench/spark_bench.py [--messages 1000000] [--repeat 5] [--warmup 3]
         [--value-size 100] [--scenarios count,groupby,parquet,stream,sink]
         [--max-offsets-per-trigger 200000] [--sink-messages N] [--broker kafka]
-        [--master spark://...] [--profile out.html] [--json out.json]
+        [--master spark://... [--archive ENV.tar.gz] [--cluster-only]] [--profile out.html] [--json out.json]
 """
 
 from __future__ import annotations
@@ -697,6 +697,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="profile rdk's reader of one partition outside Spark (pyinstrument)")
     ap.add_argument("--broker", default=os.environ.get("RDK_BROKERS") or "tansu",
                     help="tansu (default), kafka, or HOST:PORT of a running cluster")
+    ap.add_argument("--cluster-only", action="store_true",
+                    help="with --master: leave out the local[2] run (a smoke run of the cluster path)")
     ap.add_argument("--skip-jvm", action="store_true",
                     help="leave out Spark's own JVM Kafka connector (format('kafka'); always left "
                          "out on Tansu, whose ListOffsets(latest) answers wrong)")
@@ -709,7 +711,8 @@ def main(argv: list[str] | None = None) -> int:
                         "host": platform.node()},
             "loadavg_start": os.getloadavg(), "versions": versions()}
     topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
-    masters = ["local[2]"] + ([args.master] if args.master else [])
+    masters = (([] if args.cluster_only and args.master else ["local[2]"])
+               + ([args.master] if args.master else []))
     by_master: dict[str, dict] = {}
     scen_by_master: dict[str, dict] = {}
     profile = None
@@ -753,9 +756,9 @@ def main(argv: list[str] | None = None) -> int:
                        "max_offsets_per_trigger": args.max_offsets_per_trigger,
                        "sink_messages": args.sink_messages,
                        "broker": broker.kind if broker.kind in ("tansu", "kafka") else bootstrap,
-                       "results": by_master["local[2]"],
+                       "results": by_master[masters[0]],
                        "masters": by_master,
-                       "scenarios": scen_by_master["local[2]"],
+                       "scenarios": scen_by_master[masters[0]],
                        "scenarios_by_master": scen_by_master,
                        "profile": profile}, f, indent=2)
     return 0

@@ -43,6 +43,40 @@ ends (its process group; KafkaCluster nodes, in groups of their own, die with th
 through PR_SET_PDEATHSIG), so no broker or JVM outlives the test. Without Kafka's jars or Java
 the broker fixtures skip the blocks that need them, naming the reason (``-ra``).
 
+Options of the commands that need the checkout (benchmarks, the wheel, the set-up scripts):
+
+- ``cwd=clone``: the commands run in ``clone/`` of the block's directory, a view of the checkout:
+  every top-level entry of the repository is a symlink to it, but ``bench/`` and ``docs/`` are
+  copies (what a command writes there, ``--out docs/data/x.json`` or a script's own
+  ``bench/x.json``, lands in the copy) and ``build/``, ``dist/`` are the checkout's (the wheel
+  ``scripts/build-wheel.sh`` builds, or reuses for the same sources, is the one
+  tests/packaging installs: built once per run).
+- ``venv=fresh``: a new venv of this Python comes first on PATH (``pip``, ``python``), so a
+  ``pip install`` of the block never touches the project's ``.venv``.
+- ``append="ARGS"``: ARGS are added to the end of every command: the lean form of a
+  benchmark (``--repeat 1 --messages 2000``; argparse takes the last value of a repeated
+  option), so the documented command line itself (script, options, scenario names, broker
+  kinds) is what runs and must be right. The option sits on the line above the block, in
+  the page's source.
+- ``session=yes``: the commands run in order in one ``bash -e -o pipefail``, for blocks whose
+  lines share shell variables (``wheel=$(...)``).
+
+Every shell block (and every fence without a language, which must get one) is run or
+exempted: ``test_every_shell_block_is_run_or_exempted`` fails on a block of ``sh``,
+``console``, ``bash`` or ``shell`` without a sample comment. An exemption is narrow and
+checked, never a free pass::
+
+    <!-- sample: exempt="needs a Spark standalone cluster" by=tests/spark/cluster_helpers.py -->
+
+``by=`` names the files (comma-separated) that run the block's commands inside the README's
+test command: ``.ci/run`` (which is that command), files under ``tests/``, or a script such a
+test file names. The block's test then checks, for every command (and every part of one
+joined by ``&&``, ``||``, ``;`` or ``|``), that those files name its program (the script for
+``python X.py`` / ``bash X.sh``), every one of its options (``--events``: a whole word), and
+every script path it passes; a ``tests/...`` path passed to pytest is covered when ``.ci/run``
+is named and the file exists. A block whose commands change so that no named file runs them
+any more fails, naming the command and what is missing.
+
 Test ids are the page and the line of the fence: ``README.md:43``, ``guide/consumer.md:7``.
 """
 
@@ -52,6 +86,7 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,23 +164,26 @@ def parse_options(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def all_blocks() -> list[Sample]:
+    return [b for page, path in pages() for b in blocks(page, path.read_text(encoding="utf-8"))]
+
+
 def collect() -> list[Sample]:
-    samples = []
-    for page, path in pages():
-        for b in blocks(page, path.read_text(encoding="utf-8")):
-            if b.lang == "python" or (b.lang in SHELLS and b.marked):
-                samples.append(b)
-    return samples
+    return [b for b in all_blocks() if b.lang == "python" or (b.lang in SHELLS and b.marked)]
 
 
 SAMPLES = collect()
+OPTIONS = {"env", "topics", "timeout", "registry", "cwd", "venv", "append", "session", "exempt", "by"}
 
 
 def check_options(sample: Sample) -> tuple[str, dict[str, int], float]:
     """(env, {topic: partitions}, timeout) of a sample; a bad comment fails naming it."""
-    unknown = set(sample.options) - {"env", "topics", "timeout", "registry"}
+    unknown = set(sample.options) - OPTIONS
     if unknown:
         pytest.fail(f"{sample.id}: unknown sample option(s) {sorted(unknown)}", pytrace=False)
+    for key, allowed in (("cwd", ("clone",)), ("venv", ("fresh",)), ("session", ("yes",))):
+        if key in sample.options and sample.options[key] not in allowed:
+            pytest.fail(f"{sample.id}: {key}={sample.options[key]!r} is not one of {allowed}", pytrace=False)
     env = sample.options.get("env", "kafka")
     if env not in ENVIRONMENTS:
         pytest.fail(f"{sample.id}: env={env!r} is not one of {ENVIRONMENTS}", pytrace=False)
@@ -263,6 +301,139 @@ def run_command(where: str, command: str, cwd: Path, env: dict[str, str], timeou
                     f"\n--- stderr\n{tail(''.join(err))}", pytrace=False)
 
 
+def clone_view(cwd: Path) -> Path:
+    """``cwd``/clone: the checkout as a block's commands see it (see ``cwd=clone``)."""
+    view = cwd / "clone"
+    view.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name in (".git", "bench", "docs", "build", "dist"):
+            continue
+        (view / entry.name).symlink_to(entry)
+    for name in ("bench", "docs"):
+        shutil.copytree(ROOT / name, view / name, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("build", "dist"):
+        (ROOT / name).mkdir(exist_ok=True)
+        (view / name).symlink_to(ROOT / name)
+    return view
+
+
+def fresh_venv(cwd: Path, env: dict[str, str]) -> None:
+    """A new venv of this Python in ``cwd``/fresh-venv, first on ``env``'s PATH."""
+    venv = cwd / "fresh-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300,
+                   capture_output=True)
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), env["PATH"]])
+    env["VIRTUAL_ENV"] = str(venv)
+    env.pop("PYTHONHOME", None)
+
+
+# ---- exemptions: which files run a block's commands, and the check that they do -------------
+SCRIPT = re.compile(r"[\w./-]+\.(?:py|sh)$")
+
+
+def suite_runs(rel: str) -> bool:
+    """Whether the README's test command runs the file ``rel``: .ci/run itself, a file of
+    tests/, or a script that a file of tests/ names."""
+    if rel == ".ci/run" or rel.startswith("tests/"):
+        return True
+    name = Path(rel).name
+    return any(name in f.read_text(encoding="utf-8", errors="replace")
+               for f in (ROOT / "tests").rglob("*.py"))
+
+
+def names_path(text: str, path: str) -> bool:
+    """``path`` (a/b/c.py) named in ``text``: as written, as ``"b" / "c.py"`` or by its file name
+    in quotes."""
+    parts = path.split("/")
+    return (path in text or " / ".join(f'"{p}"' for p in parts[-2:]) in text
+            or f'"{parts[-1]}"' in text)
+
+
+def word_in(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+
+
+def uncovered(command: str, text: str, ci: bool) -> list[str]:
+    """What of ``command`` the files' ``text`` does not name (see the exemption convention)."""
+    missing: list[str] = []
+    for part in re.split(r"&&|\|\||;|\|", command):
+        words = shlex.split(part, comments=True)
+        while words and re.match(r"^\w+=", words[0]):  # VAR=value before the program
+            words.pop(0)
+        if not words:
+            continue
+        program = Path(words[0]).name
+        args = words[1:]
+        if re.fullmatch(r"python[\d.]*|bash|sh", program):
+            scripts = [a for a in args if SCRIPT.fullmatch(a)]
+            program = ""
+        elif SCRIPT.fullmatch(words[0]):
+            scripts, program = [words[0]], ""
+        else:
+            scripts = []
+        if program and not word_in(text, program):
+            missing.append(f"program {program!r}")
+        for arg in args:
+            if arg.startswith("-") and len(arg) > 1:
+                flag = arg.split("=", 1)[0]
+                if not word_in(text, flag):
+                    missing.append(f"option {flag!r}")
+            elif SCRIPT.fullmatch(arg) and arg not in scripts:
+                scripts.append(arg)
+        for path in scripts:
+            if path.startswith("tests/") and ci and (ROOT / path).is_file():
+                continue  # collected by .ci/run's pytest
+            if not names_path(text, path):
+                missing.append(f"script {path!r}")
+    return missing
+
+
+def check_exemption(sample: Sample) -> None:
+    """An exempt block's ``by=`` files exist, run inside the test command, and name every
+    program, option and script of its commands."""
+    reason, by = sample.options.get("exempt", "").strip(), sample.options.get("by", "")
+    if not reason or not by:
+        pytest.fail(f"{sample.id}: an exemption needs a reason (exempt=\"...\") and by=FILES "
+                    "that run its commands", pytrace=False)
+    texts = []
+    for rel in by.split(","):
+        if not (ROOT / rel).is_file():
+            pytest.fail(f"{sample.id}: by= names {rel}, which does not exist", pytrace=False)
+        if not suite_runs(rel):
+            pytest.fail(f"{sample.id}: by= names {rel}, which the README's test command does "
+                        "not run (.ci/run, tests/, or a script a test names)", pytrace=False)
+        texts.append((ROOT / rel).read_text(encoding="utf-8", errors="replace"))
+    text = "\n".join(texts)
+    problems = [f"{sample.page}:{line}: `{command}`: {', '.join(missing)}"
+                for line, command in shell_commands(sample)
+                if (missing := uncovered(command, text, ".ci/run" in by.split(",")))]
+    if problems:
+        pytest.fail(f"{sample.id} is exempt ({reason}), but {by} do not run:\n"
+                    + "\n".join(problems), pytrace=False)
+
+
+def with_args(command: str, extra: str) -> str:
+    """``command`` with ``extra`` added before its trailing comment, if any."""
+    if not extra:
+        return command
+    quote = ""
+    for i, ch in enumerate(command):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or command[i - 1].isspace()):
+            return f"{command[:i].rstrip()} {extra}  {command[i:]}"
+    return f"{command} {extra}"
+
+
+def run_session(sample: Sample, cwd: Path, env: dict[str, str], timeout: float) -> None:
+    """The block's commands in order in one bash (they share shell variables)."""
+    script = "\n".join(command for _, command in shell_commands(sample))
+    run_command(sample.id, f"set -e\n{script}", cwd, env, timeout)
+
+
 def marks(sample: Sample) -> list[pytest.MarkDecorator]:
     env = sample.options.get("env", "kafka")
     return {"kafka": [pytest.mark.kafka], "sasl": [pytest.mark.kafka],
@@ -273,17 +444,48 @@ def marks(sample: Sample) -> list[pytest.MarkDecorator]:
 def test_sample(sample: Sample, sample_env, tmp_path: Path, request) -> None:
     """The block runs in its environment and exits 0."""
     env_name, topics, timeout = check_options(sample)
+    if "exempt" in sample.options or "by" in sample.options:
+        check_exemption(sample)
+        return
     env = child_environment(sample_env(env_name, topics, tmp_path))
     if sample.options.get("registry") == "yes":
         env["RDK_SCHEMA_REGISTRY"] = request.getfixturevalue("schema_registry").url
     if sample.lang == "python":
         run_python(sample, tmp_path, env, timeout)
         return
+    cwd = clone_view(tmp_path) if sample.options.get("cwd") == "clone" else tmp_path
+    if sample.options.get("venv") == "fresh":
+        fresh_venv(tmp_path, env)
+    extra = sample.options.get("append", "")
+    if sample.options.get("session") == "yes":
+        run_session(sample, cwd, env, timeout)
+        return
     for line, command in shell_commands(sample):
-        run_command(f"{sample.page}:{line}", command, tmp_path, env, timeout)
+        run_command(f"{sample.page}:{line}", with_args(command, extra), cwd, env, timeout)
 
 
 def test_samples_are_found() -> None:
     """The collection sees the pages (a moved docs/ folder must not make the test vacuous)."""
     assert any(s.page == "getting-started.md" for s in SAMPLES)
     assert any(s.page.startswith("guide/") and s.lang in SHELLS for s in SAMPLES)
+
+
+def test_every_shell_block_is_run_or_exempted() -> None:
+    """A shell block without a sample comment would never run: each one is marked (run, or
+    exempted with by= files that the exemption's check reads); a fence without a language
+    could hide one, so every fence has a language."""
+    unmarked = [f"{b.id} ```{b.lang}" for b in all_blocks() if b.lang in SHELLS and not b.marked]
+    assert not unmarked, ("shell blocks neither run nor exempted (add <!-- sample: ... --> on the "
+                          "line above, see tests/docs/test_samples.py): " + ", ".join(unmarked))
+    bare = []
+    for page, path in pages():
+        in_block = False
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            m = FENCE.match(line)
+            if in_block:
+                in_block = not CLOSE.match(line)
+            elif m:
+                in_block = True
+                if not m["lang"]:
+                    bare.append(f"{page}:{n}")
+    assert not bare, f"fences without a language (sh, text, python...): {', '.join(bare)}"

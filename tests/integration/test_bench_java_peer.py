@@ -32,7 +32,8 @@ def quick(tmp_path_factory):
     except RdkError as e:
         pytest.skip(str(e))
     out = tmp_path_factory.mktemp("java_peer") / "java_peer.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
+    # --duration as docs/performance.md shows it (that block is exempt: this test runs it)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--duration", "2", "--out", str(out)],
                           capture_output=True, text=True, timeout=420, cwd=ROOT, check=False)
     assert out.exists(), f"no JSON written; stderr:\n{done.stderr[-3000:]}"
     return done, out, json.loads(out.read_text())

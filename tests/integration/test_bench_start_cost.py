@@ -79,3 +79,15 @@ def test_the_plot_is_written_next_to_the_json(quick):
     _, out, _ = quick
     png = out.with_suffix(".png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_alone_redraws_tables_and_png_from_the_json(quick):
+    """``--plot`` (docs/performance.md): tables and PNG again from the JSON, no run."""
+    _, out, _ = quick
+    png = out.with_suffix(".png")
+    png.unlink()
+    done = subprocess.run([sys.executable, str(SCRIPT), "--plot", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "rdk" in done.stdout, done.stdout[-2000:]

@@ -8,11 +8,13 @@ the session's Tansu, on 127.0.0.1 like the cluster.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -180,3 +182,23 @@ def test_standalone_cluster_deploy_mode_refuses_python_applications(cluster):
     assert done.returncode != 0
     assert ("Cluster deploy mode is currently not supported for python applications on "
             "standalone clusters") in done.stderr + done.stdout
+
+
+def test_spark_bench_runs_on_the_cluster_with_the_packed_environment(cluster, tansu, tmp_path):
+    """docs/performance.md's cluster run of bench/spark_bench.py (``--master``, ``--archive``
+    as that page shows them; its block is exempt because this test runs it), small: 2 000
+    messages, the count scenario, rdk against the ceiling, on the cluster only (the local run
+    is tests/integration/test_bench_scripts.py's)."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "spark_bench.py"), "--broker", tansu.bootstrap_servers,
+         "--messages", "2000", "--scenarios", "count", "--repeat", "1", "--warmup", "0",
+         "--skip-naive", "--skip-jvm", "--cluster-only", "--master", cluster.url,
+         "--archive", cluster.archive, "--json", str(out)],
+        env=cluster.env, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    data = json.loads(out.read_text())
+    assert data["masters_run"] == [cluster.url]
+    for master in data["masters_run"]:
+        figures = data["scenarios_by_master"][master]["count"]
+        assert figures["rdk"]["rows"] == 2000 and figures["ceiling"]["rows"] == 2000, (master, figures)
