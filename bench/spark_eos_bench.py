@@ -55,12 +55,16 @@ def one_run(bootstrap: str, source: str, mode: str, trigger_rows: int, messages:
     started = time.perf_counter()
     writer.start().awaitTermination()
     seconds = time.perf_counter() - started
-    got = (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+    from pyspark.sql import functions as F
+
+    row = (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
            .option("subscribe", output).option("kafka.isolation.level", "read_committed")
-           .load().select("value").distinct().count())
+           .load().agg(F.count("*").alias("rows"), F.countDistinct("key").alias("keys"))
+           .first())
     spark.stop()
-    if got != messages:
-        raise SystemExit(f"{mode}: {got} distinct rows in {output}, not {messages}")
+    if (row["rows"], row["keys"]) != (messages, messages):  # keys are distinct, values alike
+        raise SystemExit(f"{mode}: {row['rows']} rows with {row['keys']} distinct keys in "
+                         f"{output}, not {messages} of each")
     return seconds
 
 

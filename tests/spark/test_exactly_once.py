@@ -84,15 +84,18 @@ def log_end(kafka_cluster, topic: str) -> int:
         return sum(a.query_watermarks(topic, p)[1] for p in range(a.partition_count(topic)))
 
 
-@pytest.mark.timeout(900)  # two Spark drivers, one after the other
+@pytest.mark.timeout(1500)  # a Spark driver per driver fault, and one more, one after the other
 def test_exactly_once_across_an_upstream_worker_kill_and_a_driver_kill(kafka_cluster, topics,
                                                                        tmp_path):
     source, output = topics
-    plan = "worker:0,driver:1"
-    run_query(kafka_cluster, source, output, tmp_path, plan, kill_driver=True)
+    # RDK_EOS_FAULTS runs a longer campaign, e.g. "worker:0,driver:1,driver:2,driver:3"
+    plan = os.environ.get("RDK_EOS_FAULTS", "worker:0,driver:1")
+    for _ in range(plan.count("driver:")):
+        run_query(kafka_cluster, source, output, tmp_path, plan, kill_driver=True)
     got = run_query(kafka_cluster, source, output, tmp_path, plan, "--read")
     fired = sorted(p.name for p in (tmp_path / "markers").glob("fired-*"))
-    assert fired == ["fired-driver-1", "fired-worker-0"]
+    assert fired == sorted(f"fired-{kind}-{b}" for kind, b in
+                           (f.split(":") for f in plan.split(",")))
     counts = collections.Counter(got)
     assert len(got) == ROWS and set(counts) == {f"r-{i}" for i in range(ROWS)}, (
         f"{len(got)} rows read, {len(counts)} distinct; duplicated: "
