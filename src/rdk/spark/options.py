@@ -57,12 +57,13 @@ _READ_OPTIONS = {
     # rdk.spark.registry: schema-registry framed Avro values
     "valueformat", "schemaregistry.url", "schemaregistry.subject", "schemaregistry.basicauth",
 }
-_WRITE_OPTIONS = {"topic", "includeheaders"}
+_WRITE_OPTIONS = {"topic", "includeheaders", "exactlyonce", "transactionalidprefix", "stagingtopic"}
 
 # The user-facing spelling of each option, for messages.
 _SPELLING = {name.lower(): name for name in (
     "subscribe", "assign", "subscribePattern", "startingOffsets", "endingOffsets",
     "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss", "includeHeaders",
+    "exactlyOnce", "transactionalIdPrefix", "stagingTopic",
     "kafkaConsumer.pollTimeoutMs", "numWorkers", "workerSlot", "topic",
     "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "endingTimestamp", "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay",
@@ -173,6 +174,14 @@ class WriteOptions:
     """The ``topic`` option; None: each row's ``topic`` column."""
     value_codec: Any = None
     """valueFormat=avro: the codec (``rdk.spark.registry``) encoding ``value``."""
+    exactly_once: bool = False
+    """The ``exactlyOnce`` option: a stream's rows are staged, then copied to ``topic`` in
+    one Kafka transaction per micro-batch (rdk.spark._exactly_once)."""
+    transactional_id_prefix: str = "rdk-spark"
+    """The ``transactionalIdPrefix`` option: the start of the transactional id (and marker
+    group) of the copy, ``<prefix>-<query id>``."""
+    staging_topic: str | None = None
+    """The ``stagingTopic`` option; None: ``<topic>.rdk-staging``."""
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
@@ -592,7 +601,41 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
     if topic is not None:
         _topic_ok(topic.strip(), "topic")
         topic = topic.strip()
-    return WriteOptions(kafka=kafka, topic=topic)
+    exactly_once = _bool(opts, "exactlyonce", False)
+    prefix = opts.get("transactionalidprefix", "rdk-spark")
+    staging = opts.get("stagingtopic")
+    if exactly_once:
+        _check_exactly_once(kafka, topic, prefix)
+        if staging is not None:
+            _topic_ok(staging.strip(), "stagingTopic")
+            staging = staging.strip()
+            if staging == topic:
+                raise ConfigError("rdkafka sink: option 'stagingTopic' must name another topic "
+                                  "than 'topic'")
+    else:
+        for name in ("transactionalidprefix", "stagingtopic"):
+            if name in opts:
+                raise ConfigError(f"rdkafka sink: option '{_SPELLING[name]}' needs option "
+                                  "'exactlyOnce' set to 'true'")
+    return WriteOptions(kafka=kafka, topic=topic, exactly_once=exactly_once,
+                        transactional_id_prefix=prefix, staging_topic=staging)
+
+
+def _check_exactly_once(kafka: Mapping[str, str], topic: str | None, prefix: str) -> None:
+    """What the exactly-once sink derives itself, or cannot work with."""
+    if topic is None:
+        raise ConfigError("rdkafka sink: option 'exactlyOnce' needs the 'topic' option (one "
+                          "output topic, whose transactions the sink commits)")
+    if not prefix.strip() or prefix != prefix.strip() or any(c.isspace() for c in prefix):
+        raise ConfigError(f"rdkafka sink: option 'transactionalIdPrefix' {prefix!r} must be "
+                          "non-empty and without whitespace")
+    if "transactional.id" in kafka:
+        raise ConfigError("rdkafka sink: option 'kafka.transactional.id' is not allowed with "
+                          "'exactlyOnce': the sink derives it from 'transactionalIdPrefix' "
+                          "and the query's id")
+    if kafka.get("enable.idempotence", "true").lower() in ("false", "0"):
+        raise ConfigError("rdkafka sink: 'exactlyOnce' needs an idempotent producer; "
+                          "remove option 'kafka.enable.idempotence=false'")
 
 
 def parse_include_headers(options: Mapping[str, Any]) -> bool:

@@ -76,6 +76,9 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
     if "topic" in fields and not isinstance(fields["topic"].dataType, StringType):
         raise ConfigError("rdkafka sink: column 'topic' must be a string, not "
                           f"{fields['topic'].dataType.simpleString()}")
+    if "partition" in fields and opts.exactly_once:
+        raise ConfigError("rdkafka sink: column 'partition' cannot be used with 'exactlyOnce' "
+                          "(rows are placed by their key, as with a null partition); drop it")
     if "partition" in fields and not isinstance(fields["partition"].dataType, IntegerType):
         raise ConfigError("rdkafka sink: column 'partition' must be an int, not "
                           f"{fields['partition'].dataType.simpleString()}; cast it")
@@ -280,6 +283,10 @@ class KafkaBatchWriter(DataSourceArrowWriter):
     """``df.write.format("rdkafka").mode("append")``."""
 
     def __init__(self, opts: WriteOptions) -> None:
+        if opts.exactly_once:
+            raise ConfigError("rdkafka sink: option 'exactlyOnce' is for streaming writes "
+                              "(df.writeStream): a batch write has no micro-batch to replay; "
+                              "write it at-least-once without the option")
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
@@ -292,17 +299,38 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything."""
+    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything
+    (at-least-once); with ``exactlyOnce`` they stage their rows and the driver's commit
+    copies those of the successful attempts in one transaction (rdk.spark._exactly_once)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
+        self.staging_partitions = 0
+        if opts.exactly_once:
+            from ._exactly_once import prepare_staging
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+            self.staging_partitions = prepare_staging(opts)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        if self.opts.exactly_once:
+            from ._exactly_once import stage
+
+            return stage(self.opts, self.staging_partitions, iterator)
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list, batchId: int) -> None:
-        """Nothing to do: every row was delivered before its task returned."""
+        """At-least-once: nothing to do, every row was delivered before its task returned.
+        Exactly-once: copy the staged rows of the successful attempts, in one transaction."""
+        if self.opts.exactly_once:
+            from ._exactly_once import copy_committed
+
+            copied = copy_committed(self.opts, self.staging_partitions, messages, batchId)
+            log.info("rdkafka sink: micro-batch %d: %d rows committed", batchId, copied)
 
     def abort(self, messages: list, batchId: int) -> None:
-        log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in Kafka",
-                    batchId)
+        if self.opts.exactly_once:
+            log.warning("rdkafka sink: micro-batch %d failed; its staged rows are never "
+                        "copied (the replay stages its own)", batchId)
+        else:
+            log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in "
+                        "Kafka", batchId)

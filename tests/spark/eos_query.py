@@ -1,0 +1,128 @@
+"""A streaming query for tests/spark/test_exactly_once.py, run as its own driver process so
+that a test can SIGKILL it: input topic -> mapInArrow (fault injection) -> rdkafka sink.
+
+    python eos_query.py BOOTSTRAP INPUT OUTPUT CHECKPOINT MARKERS --faults worker:0,driver:1
+        [--at-least-once] [--read]
+
+Each fault fires once (MARKERS/fired-<kind>-<batch> records it) in task 0 of its
+micro-batch after the sink took some of that task's rows (they reached the staging topic of
+the exactly-once sink, or the output topic of the at-least-once one): ``worker`` SIGKILLs
+the Python worker that runs the mapInArrow upstream of the sink (Spark retries the task;
+the sink's writer sees its input end early, as if it were complete), ``driver`` creates
+MARKERS/kill-driver and blocks until the test kills this process group. ``--read`` prints
+the output topic's values read back with ``kafka.isolation.level=read_committed`` as one
+JSON line after the query finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    for name in ("bootstrap", "input", "output", "checkpoint", "markers"):
+        ap.add_argument(name)
+    ap.add_argument("--faults", default="")
+    ap.add_argument("--at-least-once", action="store_true")
+    ap.add_argument("--read", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    from pyspark.sql import SparkSession
+
+    import rdk.spark
+
+    spark = (SparkSession.builder.master("local[2,4]")  # 2 cores, a task tried up to 4 times
+             .appName("rdk-eos-test")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+             .config("spark.driver.memory", "512m")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    rdk.spark.register(spark)
+    faults = {int(b): kind for kind, b in (f.split(":") for f in args.faults.split(",") if f)}
+    watched = args.output if args.at_least_once else f"{args.output}.rdk-staging"
+    inject = _injector(args.bootstrap, watched, Path(args.markers), faults)
+
+    source = (spark.readStream.format("rdkafka")
+              .option("kafka.bootstrap.servers", args.bootstrap)
+              .option("subscribe", args.input)
+              .option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", "800")
+              .load()
+              .select("value")
+              .mapInArrow(inject, "value binary"))
+    writer = (source.writeStream.format("rdkafka")
+              .option("kafka.bootstrap.servers", args.bootstrap)
+              .option("topic", args.output)
+              .option("checkpointLocation", args.checkpoint)
+              .trigger(availableNow=True))
+    if not args.at_least_once:
+        writer = writer.option("exactlyOnce", "true")
+    writer.start().awaitTermination()
+    if args.read:
+        rows = (spark.read.format("rdkafka")
+                .option("kafka.bootstrap.servers", args.bootstrap)
+                .option("subscribe", args.output)
+                .option("kafka.isolation.level", "read_committed")
+                .load().select("value").collect())
+        print(json.dumps(sorted(bytes(r.value).split(b"|")[0].decode() for r in rows)),
+              flush=True)
+    spark.stop()
+
+
+PAD = b"|" + b"." * 2048
+
+
+def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, str]):
+    def written() -> int:
+        """The log end of every partition of ``watched``, summed."""
+        import rdk
+
+        # read_uncommitted: the log end, open transactions included (not the stable offset)
+        with rdk.Admin(bootstrap, {"isolation.level": "read_uncommitted"}) as admin:
+            return sum(admin.query_watermarks(watched, p)[1]
+                       for p in range(admin.partition_count(watched)))
+
+    def inject(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        batch_id = int(ctx.getLocalProperty("streaming.sql.batchId"))
+        kind = faults.get(batch_id)
+        fired = markers / f"fired-{kind}-{batch_id}"
+        armed = kind is not None and ctx.partitionId() == 0 and not fired.exists()
+        before = written() if armed else 0
+        for n, batch in enumerate(batches, 1):
+            # 2 KiB rows: the worker's 64 KiB output buffer flushes after a few of them, so
+            # the sink gets rows while this task is still running
+            values = pa.array([v + PAD for v in batch.column(0).to_pylist()], pa.binary())
+            yield pa.RecordBatch.from_arrays([values], names=["value"])
+            if armed and n == 3:  # batches 1-2 reached the JVM in full, so the sink has 1
+                deadline = time.monotonic() + 60
+                while written() <= before:  # the sink's first rows of this task are in the log
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the sink wrote nothing of this task within 60 s")
+                    time.sleep(0.05)
+                fired.touch()
+                if kind == "worker":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                (markers / "kill-driver").touch()
+                time.sleep(300)  # the test kills this process group now
+                raise RuntimeError("the test did not kill the driver")
+
+    return inject
+
+
+if __name__ == "__main__":
+    main()
