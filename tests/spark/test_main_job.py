@@ -1,5 +1,8 @@
-"""The main job (README's first command), examples/spark_pipeline.py, runs to the end on each
-embedded broker (Apache Kafka, the default; Tansu; the mock cluster)."""
+"""The main job (README's first command), examples/spark_pipeline.py, runs to the end on the
+embedded Apache Kafka (the default) and on Tansu. Its ``--broker mock`` option is not run
+here, to keep the suite within its time budget (each run starts a broker and a Spark
+session, ~45 s): it differs from these runs only in the broker it starts and in spreading
+the clicks over more partitions (the mock keeps ~5 MiB per partition)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("broker", ["kafka", "tansu", "mock"])
+@pytest.mark.parametrize("broker", ["kafka", "tansu"])
 def test_the_main_job_passes_its_checks_on_an_embedded_broker(broker, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RDK_BROKERS"}
     env.setdefault("PYSPARK_PYTHON", sys.executable)
