@@ -248,3 +248,106 @@ def test_one_producer_serves_loops_in_several_threads(cluster, on_queue_full):
         t.join(DEADLINE * 2)
     assert producer.producer.stop(30) == 0
     assert results == {i: (200, []) for i in range(3)}
+
+
+# ---- flush, stop and partition_count: futures the producer's event thread settles ----------
+
+FAST_RECONNECT = {"reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 100}
+
+
+def no_thread_for_the_call(before):
+    """No thread of rdk.aio's calls, of asyncio's or the loop's executor exists, and no thread
+    at all was started since ``before`` (the call waits in no thread)."""
+    named = [t.name for t in threading.enumerate()
+             if t.name.startswith(("rdk-aio", "asyncio", "loop-executor"))]
+    assert named == []
+    assert set(threading.enumerate()) <= before, "a thread was started for the call"
+
+
+async def the_loop_runs_another_task():
+    """A task created now completes while the call is pending (the loop is not held)."""
+    ran = asyncio.Event()
+
+    async def other():
+        ran.set()
+
+    task = asyncio.create_task(other())
+    await asyncio.wait_for(ran.wait(), DEADLINE)
+    await task
+
+
+async def until(condition):
+    while not condition():
+        await asyncio.sleep(0.01)  # a poll of state; the claims are checked after it
+
+
+def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster):
+    """The leader is down, so the flush cannot finish until the loop itself brings it up:
+    the loop runs other tasks meanwhile and no thread waits for the flush."""
+    cluster.create_topic("aio-flush", 1)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                    driver_options=FAST_RECONNECT) as p:
+            assert await p.send("aio-flush", 0, [b"warm-up"]) == (1, [])
+            cluster.broker_set_down(1)
+            before = set(threading.enumerate())
+            send = asyncio.create_task(p.send("aio-flush", 0, [b"a", b"b"]))
+            await until(lambda: p.producer.send_queue_length == 2)
+            flush = asyncio.create_task(p.flush(DEADLINE))
+            await until(lambda: p._work._flushes)  # the flush waits
+            await the_loop_runs_another_task()
+            assert not flush.done()
+            no_thread_for_the_call(before)
+            cluster.broker_set_up(1)  # runs only because the loop is free
+            result = await asyncio.wait_for(flush, DEADLINE)
+            return result, result.failed, await send
+
+    result, failed, delivery = run(main)
+    assert (result, failed, delivery) == (0, 0, (2, []))
+
+
+def test_partition_count_waits_in_no_thread_and_the_loop_ends_it(cluster):
+    cluster.create_topic("aio-count", 3)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers,
+                                    driver_options=FAST_RECONNECT) as p:
+            cluster.broker_set_down(1)
+            before = set(threading.enumerate())
+            lookup = asyncio.create_task(p.partition_count("aio-count", DEADLINE))
+            await until(lambda: p._work._calls)  # the lookup waits for an answer
+            await the_loop_runs_another_task()
+            assert not lookup.done()
+            no_thread_for_the_call(before)
+            cluster.broker_set_up(1)
+            return await asyncio.wait_for(lookup, DEADLINE)
+
+    assert run(main) == 3
+
+
+def test_stop_waits_in_no_thread_and_frees_the_handle_on_the_event_thread(cluster):
+    cluster.create_topic("aio-stop", 1)
+
+    async def main():
+        p = rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                             driver_options=FAST_RECONNECT)
+        assert await p.send("aio-stop", 0, [b"warm-up"]) == (1, [])
+        cluster.broker_set_down(1)
+        events = p.producer._client.event_thread
+        before = set(threading.enumerate())
+        send = asyncio.create_task(p.send("aio-stop", 0, [b"x", b"y", b"z"]))
+        await until(lambda: p.producer.send_queue_length == 3)
+        stop = asyncio.create_task(p.stop(DEADLINE))
+        await until(lambda: p._work._stop is not None)  # the stop waits for the deliveries
+        await the_loop_runs_another_task()
+        assert not stop.done()
+        no_thread_for_the_call(before)
+        cluster.broker_set_up(1)
+        result = await asyncio.wait_for(stop, DEADLINE)
+        return result, await send, events
+
+    result, delivery, events = run(main)
+    assert (result, result.failed, delivery) == (0, 0, (3, []))
+    events.join(DEADLINE)  # the handle was freed on the event thread, which then ended
+    assert not events.is_alive()
