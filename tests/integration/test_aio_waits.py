@@ -277,8 +277,16 @@ async def the_loop_runs_another_task():
 
 
 async def until(condition):
-    while not condition():
-        await asyncio.sleep(0.01)  # a poll of state; the claims are checked after it
+    async def poll():
+        while not condition():
+            await asyncio.sleep(0.01)  # a poll of state; the claims are checked after it
+    await asyncio.wait_for(poll(), DEADLINE)
+
+
+async def pending(waiting, before):
+    """Until the call waits (``waiting()``), or a thread was started for it (which
+    no_thread_for_the_call then reports)."""
+    await until(lambda: waiting() or not set(threading.enumerate()) <= before)
 
 
 def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster):
@@ -295,7 +303,7 @@ def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster):
             send = asyncio.create_task(p.send("aio-flush", 0, [b"a", b"b"]))
             await until(lambda: p.producer.send_queue_length == 2)
             flush = asyncio.create_task(p.flush(DEADLINE))
-            await until(lambda: p._work._flushes)  # the flush waits
+            await pending(lambda: p._work._flushes, before)  # the flush waits
             await the_loop_runs_another_task()
             assert not flush.done()
             no_thread_for_the_call(before)
@@ -316,7 +324,7 @@ def test_partition_count_waits_in_no_thread_and_the_loop_ends_it(cluster):
             cluster.broker_set_down(1)
             before = set(threading.enumerate())
             lookup = asyncio.create_task(p.partition_count("aio-count", DEADLINE))
-            await until(lambda: p._work._calls)  # the lookup waits for an answer
+            await pending(lambda: p._work._calls, before)  # the lookup waits
             await the_loop_runs_another_task()
             assert not lookup.done()
             no_thread_for_the_call(before)
@@ -339,7 +347,7 @@ def test_stop_waits_in_no_thread_and_frees_the_handle_on_the_event_thread(cluste
         send = asyncio.create_task(p.send("aio-stop", 0, [b"x", b"y", b"z"]))
         await until(lambda: p.producer.send_queue_length == 3)
         stop = asyncio.create_task(p.stop(DEADLINE))
-        await until(lambda: p._work._stop is not None)  # the stop waits for the deliveries
+        await pending(lambda: p._work._stop is not None, before)  # the stop waits
         await the_loop_runs_another_task()
         assert not stop.done()
         no_thread_for_the_call(before)
