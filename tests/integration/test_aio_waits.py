@@ -359,3 +359,38 @@ def test_stop_waits_in_no_thread_and_frees_the_handle_on_the_event_thread(cluste
     assert (result, result.failed, delivery) == (0, 0, (3, []))
     events.join(DEADLINE)  # the handle was freed on the event thread, which then ended
     assert not events.is_alive()
+
+
+def test_flush_sends_lingering_messages_at_once(cluster):
+    """A linger far beyond the flush's deadline: the flush returns 0 only because it lifts
+    the linger (the event thread's short rd_kafka_flush calls), as rdk.Producer.flush does."""
+    cluster.create_topic("aio-linger", 1)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=600_000,
+                                    topic_options={"message.timeout.ms": 900_000}) as p:
+            send = asyncio.create_task(p.send("aio-linger", 0, [b"lingering"]))
+            await until(lambda: p.producer.send_queue_length == 1)
+            result = await p.flush(DEADLINE)
+        return result, await send  # (after the stop, which would fail it if still queued)
+
+    assert run(main) == (0, (1, []))
+
+
+def test_a_first_round_robin_send_looks_the_count_up_in_no_thread(cluster):
+    cluster.create_topic("aio-rr", 2)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers, balancer="round_robin",
+                                    queue_buffering_max_ms=1, driver_options=FAST_RECONNECT) as p:
+            cluster.broker_set_down(1)
+            before = set(threading.enumerate())
+            send = asyncio.create_task(p.send("aio-rr", None, [b"1", b"2"], timeout=DEADLINE))
+            await pending(lambda: p._work._calls, before)  # the count is looked up
+            await the_loop_runs_another_task()
+            assert not send.done()
+            no_thread_for_the_call(before)
+            cluster.broker_set_up(1)
+            return await asyncio.wait_for(send, DEADLINE)
+
+    assert run(main) == (2, [])
