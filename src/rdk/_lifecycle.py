@@ -14,6 +14,7 @@ work, in order) and ``start()``; it may override ``_stop_requested()``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -126,8 +127,10 @@ class Lifecycle:
         if self._error is not None:
             raise self._error
 
-    def _stop(self, timeout: float) -> None:
-        """The stop protocol (see the module docstring); ``_finish`` does the work."""
+    def _stop(self, timeout: float,
+              elsewhere: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """The stop protocol (see the module docstring); ``_finish`` does the work, on this
+        thread or, given ``elsewhere``, wherever ``elsewhere(work)`` runs it (rdk.aio)."""
         timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
         if os.getpid() != self._pid:
             return
@@ -151,8 +154,15 @@ class Lifecycle:
         if not first:
             self._closed_event.wait(timeout)
             return
+        work = functools.partial(self._finish_stop, time.monotonic() + timeout, timeout)
+        if elsewhere is not None:
+            elsewhere(work)
+        else:
+            work()
+
+    def _finish_stop(self, deadline: float, timeout: float) -> None:
         try:
-            self._finish(time.monotonic() + timeout, timeout)
+            self._finish(deadline, timeout)
         finally:
             with self._state_lock:
                 self._state = "closed"

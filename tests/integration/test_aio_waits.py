@@ -394,3 +394,55 @@ def test_a_first_round_robin_send_looks_the_count_up_in_no_thread(cluster):
             return await asyncio.wait_for(send, DEADLINE)
 
     assert run(main) == (2, [])
+
+
+class GatedStore:
+    """An offset store whose commit waits until the test opens ``gate`` (from the loop)."""
+
+    def __init__(self):
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.committed = {}
+
+    def read(self, partitions):
+        return {}
+
+    def commit(self, offsets):
+        self.entered.set()
+        assert self.gate.wait(DEADLINE)
+        self.committed.update(offsets)
+
+
+def test_consumer_stop_waits_in_no_thread_and_runs_on_the_fetch_thread(cluster):
+    """The stop must wait for the committer, held in the store's commit until the loop
+    opens the gate: the loop runs other tasks meanwhile, no thread is started for the stop
+    (its work runs on the consumer's fetch thread, which then ends)."""
+    cluster.create_topic("aio-cstop", 1)
+    produce(cluster.bootstrap_servers, "aio-cstop", [b"a", b"b", b"c"])
+    store = GatedStore()
+
+    async def main():
+        c = rdk.aio.Consumer(cluster.bootstrap_servers, "aio-cstop", offset_store=store)
+        got = []
+        async for batch in c:
+            got.extend(m.value for m in batch)
+            await batch.commit()  # the committer takes it into the gated store
+            if len(got) == 3:
+                break
+        await until(store.entered.is_set)
+        fetch = c.consumer._threads.pipeline.fetch_thread
+        before = set(threading.enumerate())
+        stop = asyncio.create_task(c.stop(DEADLINE))
+        await pending(lambda: c.consumer._state == "stopping", before)
+        await the_loop_runs_another_task()
+        assert not stop.done()
+        no_thread_for_the_call(before)
+        store.gate.set()  # runs only because the loop is free
+        await asyncio.wait_for(stop, DEADLINE)
+        return got, fetch, c.consumer.closed
+
+    got, fetch, closed = run(main)
+    assert got == [b"a", b"b", b"c"] and closed
+    assert store.committed == {0: 2}
+    fetch.join(DEADLINE)
+    assert not fetch.is_alive()

@@ -9,8 +9,10 @@ Taking a ready batch is one non-blocking call on the loop; nothing waits in an e
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -134,6 +136,35 @@ def _on_loop(callback: Callable[[list[tuple[str, int]]], Any] | None,
     return call
 
 
+def stop_on_fetch_thread(consumer: Any, timeout: float) -> concurrent.futures.Future[None]:
+    """Begin ``consumer.stop(timeout)`` (checked at once); its work runs on the consumer's
+    fetch thread after its last fetch, and the returned future is settled there (at once if
+    there was nothing to do). Only when the fetch thread has already ended (a failure in
+    it) does the work get a thread of its own (``rdk-aio-stop-*``)."""
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+    handed: list[bool] = []
+
+    def elsewhere(work: Callable[[], None]) -> None:
+        handed.append(True)
+
+        def run() -> None:
+            try:
+                work()
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting tasks
+                done.set_exception(e)
+            else:
+                done.set_result(None)
+        pipeline = consumer._threads.pipeline
+        if pipeline is None or not pipeline.run_after_loop(run):
+            threading.Thread(target=run, daemon=True,
+                             name=f"rdk-aio-stop-{consumer._describe}").start()
+
+    consumer._stop(timeout, elsewhere)
+    if not handed:
+        done.set_result(None)  # nothing to do: new, closed, or in a forked child
+    return done
+
+
 class Consumer:
     """``rdk.aio.Consumer(broker, topic, offset_directory=None, **options)``: the keyword
     options of ``rdk.Consumer`` (``group_id``, ``num_workers``/``worker_slot``,
@@ -182,6 +213,7 @@ class Consumer:
         self._waker = Waker()
         self._consumer._wakers.append(self._waker.wake)
         self._prev: _consumer.Batch | None = None  # handed out, committed when the next is asked
+        self._stopped: concurrent.futures.Future[None] | None = None  # set by the stop's work
 
     @property
     def consumer(self) -> _consumer.Consumer:
@@ -280,9 +312,14 @@ class Consumer:
         return self._consumer.error
 
     async def stop(self, timeout: float = 30.0) -> None:
-        """Stop (``rdk.Consumer.stop``) without blocking the loop (the stop's joins run on a
-        thread of rdk's that ends with it): committed batches' offsets are written,
-        uncommitted ones are read again after a restart.
+        """Stop (``rdk.Consumer.stop``) without blocking the loop: committed batches' offsets
+        are written, uncommitted ones are read again after a restart.
+
+        The stop's work (the last offset writes, leaving the group, freeing the librdkafka
+        handle, whose ``rd_kafka_destroy`` blocks until librdkafka's threads end) runs on
+        the consumer's own fetch thread once its last fetch returned; the awaiting task
+        waits for a future that thread settles. Cancelling the await does not cancel the
+        stop; several tasks (on any loops) may await it.
 
         Args:
             timeout: Seconds to wait in all.
@@ -292,14 +329,15 @@ class Consumer:
             ValueError: ``timeout`` is negative or nan.
         """
         c = self._consumer
-        if c._state == "new":
-            c.stop(timeout)  # nothing runs yet: returns at once
-        else:
+        if self._stopped is None and c._state == "stopping":  # stopped by rdk.Consumer.stop
             await in_thread(c.stop, timeout, name=f"rdk-aio-stop-{c.topic}")
+        elif self._stopped is None:
+            self._stopped = stop_on_fetch_thread(c, timeout)
+        if self._stopped is not None:
+            await asyncio.shield(asyncio.wrap_future(self._stopped))
         if self._waker.wake in c._wakers:
             c._wakers.remove(self._waker.wake)
         self._waker.close()
-
     async def __aenter__(self) -> Consumer:
         return self
 

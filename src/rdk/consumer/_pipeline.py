@@ -167,6 +167,9 @@ class FetchPipeline:
         self.fetch_thread: threading.Thread | None = None
         self._queue: queue.Queue[Filled] = queue.Queue()
         self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
+        self._after_lock = threading.Lock()
+        self._after_loop: Callable[[], None] | None = None  # see run_after_loop
+        self._loop_ended = False
         self._seq = 0  # number of the current (or next) fetch call
         self._fences: dict[tuple[str, int], int] = {}  # (topic, partition) -> first fetch number kept
         self._fence_lock = threading.Lock()
@@ -243,8 +246,27 @@ class FetchPipeline:
 
     # ---- the fetch thread --------------------------------------------------------------
     def start_thread(self, name: str) -> None:
-        self.fetch_thread = threading.Thread(target=self._fetch_loop, name=name, daemon=True)
+        self.fetch_thread = threading.Thread(target=self._fetch_thread, name=name, daemon=True)
         self.fetch_thread.start()
+
+    def run_after_loop(self, fn: Callable[[], None]) -> bool:
+        """Have the fetch thread call ``fn()`` once its loop has ended (rdk.aio's stop does
+        its work there); False if the loop has ended already."""
+        with self._after_lock:
+            if self._loop_ended:
+                return False
+            self._after_loop = fn
+            return True
+
+    def _fetch_thread(self) -> None:
+        try:
+            self._fetch_loop()
+        finally:
+            with self._after_lock:
+                self._loop_ended = True
+                after, self._after_loop = self._after_loop, None
+            if after is not None:
+                after()
 
     @property
     def fetching(self) -> bool:
@@ -431,8 +453,8 @@ class FetchPipeline:
     def close(self) -> bool:
         """Free the buffers and the fetcher, unless the fetch thread is still running (then
         nothing is freed, and the client must stay open). Returns whether it closed."""
-        if self.fetching:
-            return False
+        if self.fetching and threading.current_thread() is not self.fetch_thread:
+            return False  # (on the fetch thread itself its loop has ended: rdk.aio's stop)
         self._pool.free()
         if self._fetcher is not None:
             self._fetcher.close()
