@@ -27,9 +27,35 @@ from . import _exit
 from .errors import ClosedError, KafkaError
 from .validate import check_timeout, check_wait
 
-__all__ = ["Lifecycle"]
+__all__ = ["AfterLoop", "Lifecycle"]
 
 _Self = TypeVar("_Self", bound="Lifecycle")
+
+
+class AfterLoop:
+    """What a consumer's own thread (fetch or share thread) runs once its loop has ended:
+    rdk.aio's stop hands its work there instead of to a thread of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fn: Callable[[], None] | None = None
+        self._ended = False
+
+    def hand(self, fn: Callable[[], None]) -> bool:
+        """Have the thread call ``fn()`` after its loop; False if the loop has ended."""
+        with self._lock:
+            if self._ended:
+                return False
+            self._fn = fn
+            return True
+
+    def loop_ended(self) -> None:
+        """On the thread, after its loop: run what was handed, if anything."""
+        with self._lock:
+            self._ended = True
+            fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
 
 
 class Lifecycle:

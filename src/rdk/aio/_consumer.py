@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from .. import consumer as _consumer
 from .._asyncio_bridge import Waker, in_thread
+from .._lifecycle import AfterLoop
 from ..message import Message
 
 __all__ = ["Batch", "Consumer"]
@@ -136,11 +137,13 @@ def _on_loop(callback: Callable[[list[tuple[str, int]]], Any] | None,
     return call
 
 
-def stop_on_fetch_thread(consumer: Any, timeout: float) -> concurrent.futures.Future[None]:
+def stop_on_own_thread(consumer: Any, timeout: float,
+                       after_loop: Callable[[], AfterLoop | None]) -> concurrent.futures.Future[None]:
     """Begin ``consumer.stop(timeout)`` (checked at once); its work runs on the consumer's
-    fetch thread after its last fetch, and the returned future is settled there (at once if
-    there was nothing to do). Only when the fetch thread has already ended (a failure in
-    it) does the work get a thread of its own (``rdk-aio-stop-*``)."""
+    own thread (``after_loop()``'s: the fetch or share thread) once that thread's loop has
+    ended, and the returned future is settled there (at once if there was nothing to do).
+    Only when that thread has already ended (a failure in it) does the work get a thread of
+    its own (``rdk-aio-stop-*``)."""
     done: concurrent.futures.Future[None] = concurrent.futures.Future()
     handed: list[bool] = []
 
@@ -154,8 +157,8 @@ def stop_on_fetch_thread(consumer: Any, timeout: float) -> concurrent.futures.Fu
                 done.set_exception(e)
             else:
                 done.set_result(None)
-        pipeline = consumer._threads.pipeline
-        if pipeline is None or not pipeline.run_after_loop(run):
+        own = after_loop()
+        if own is None or not own.hand(run):
             threading.Thread(target=run, daemon=True,
                              name=f"rdk-aio-stop-{consumer._describe}").start()
 
@@ -163,6 +166,19 @@ def stop_on_fetch_thread(consumer: Any, timeout: float) -> concurrent.futures.Fu
     if not handed:
         done.set_result(None)  # nothing to do: new, closed, or in a forked child
     return done
+
+
+async def stop_and_wait(consumer: Any, timeout: float, stopped: concurrent.futures.Future | None,
+                        after_loop: Callable[[], AfterLoop | None]) -> concurrent.futures.Future | None:
+    """rdk.aio's consumers' ``stop()``: the stop begun once (see stop_on_own_thread) and
+    awaited by every caller, on any loop; returns the future to keep."""
+    if stopped is None and consumer._state == "stopping":  # stopped by the sync stop()
+        await in_thread(consumer.stop, timeout, name=f"rdk-aio-stop-{consumer._describe}")
+    elif stopped is None:
+        stopped = stop_on_own_thread(consumer, timeout, after_loop)
+    if stopped is not None:  # a cancelled await leaves the stop going
+        await asyncio.shield(asyncio.wrap_future(stopped))
+    return stopped
 
 
 class Consumer:
@@ -179,8 +195,9 @@ class Consumer:
 
     Waiting for a batch holds no thread: the task waits on a file descriptor the consumer's
     own fetch thread signals (``loop.add_reader``), so any number of idle consumers leave
-    the loop's default executor free. The consumer starts on the first iteration (the
-    partition lookup runs on a thread of rdk's). A batch's offsets are recorded on
+    the loop's default executor free. The consumer starts on the first iteration (the start
+    runs on a thread of rdk's that ends with it); ``stop()`` is a future the consumer's own
+    fetch thread settles after doing the stop's work. A batch's offsets are recorded on
     ``await batch.commit()`` or when the next batch is asked for; leaving ``async with`` (or
     ``await stop()``) records every committed batch's offsets and never an uncommitted one's.
     A task cancelled while it waits for a batch loses nothing, and the same iterator goes on.
@@ -329,12 +346,8 @@ class Consumer:
             ValueError: ``timeout`` is negative or nan.
         """
         c = self._consumer
-        if self._stopped is None and c._state == "stopping":  # stopped by rdk.Consumer.stop
-            await in_thread(c.stop, timeout, name=f"rdk-aio-stop-{c.topic}")
-        elif self._stopped is None:
-            self._stopped = stop_on_fetch_thread(c, timeout)
-        if self._stopped is not None:
-            await asyncio.shield(asyncio.wrap_future(self._stopped))
+        self._stopped = await stop_and_wait(c, timeout, self._stopped, lambda: (
+            c._threads.pipeline.after_loop if c._threads.pipeline is not None else None))
         if self._waker.wake in c._wakers:
             c._wakers.remove(self._waker.wake)
         self._waker.close()

@@ -21,6 +21,7 @@ from typing import Any
 
 from .._binding import ERROR_CODES, Client, ffi, lib
 from .._fetch import Fetcher
+from .._lifecycle import AfterLoop
 from .._partitions import PARTITION_EOF, batch_errors, error_text
 from ..errors import KafkaError
 from ._batch import Batch, Parts, build_messages
@@ -167,9 +168,7 @@ class FetchPipeline:
         self.fetch_thread: threading.Thread | None = None
         self._queue: queue.Queue[Filled] = queue.Queue()
         self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
-        self._after_lock = threading.Lock()
-        self._after_loop: Callable[[], None] | None = None  # see run_after_loop
-        self._loop_ended = False
+        self.after_loop = AfterLoop()  # rdk.aio's stop runs on the fetch thread after its loop
         self._seq = 0  # number of the current (or next) fetch call
         self._fences: dict[tuple[str, int], int] = {}  # (topic, partition) -> first fetch number kept
         self._fence_lock = threading.Lock()
@@ -249,24 +248,11 @@ class FetchPipeline:
         self.fetch_thread = threading.Thread(target=self._fetch_thread, name=name, daemon=True)
         self.fetch_thread.start()
 
-    def run_after_loop(self, fn: Callable[[], None]) -> bool:
-        """Have the fetch thread call ``fn()`` once its loop has ended (rdk.aio's stop does
-        its work there); False if the loop has ended already."""
-        with self._after_lock:
-            if self._loop_ended:
-                return False
-            self._after_loop = fn
-            return True
-
     def _fetch_thread(self) -> None:
         try:
             self._fetch_loop()
         finally:
-            with self._after_lock:
-                self._loop_ended = True
-                after, self._after_loop = self._after_loop, None
-            if after is not None:
-                after()
+            self.after_loop.loop_ended()
 
     @property
     def fetching(self) -> bool:

@@ -194,7 +194,7 @@ class ShareConsumer(Lifecycle):
         if self._worker is not None:
             self._worker.deadline = deadline
         thread = self._thread
-        if thread is not None:
+        if thread is not None and thread is not threading.current_thread():  # (rdk.aio: on it)
             # keep a share of the time for committing acknowledgements and leaving the group
             thread.join(max(0.0, deadline - min(5.0, timeout * 0.3) - time.monotonic()))
             if thread.is_alive():

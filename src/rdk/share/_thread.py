@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import _binding
 from .._binding import ffi, lib
+from .._lifecycle import AfterLoop
 from ..consumer._loop_thread import LoopThread
 from ..errors import KafkaError
 from ._handle import close_handle
@@ -86,6 +87,7 @@ class ShareThread:
         self.repeats = _binding.RepeatLimiter()
         self.rkshare: Any = None
         self.thread: threading.Thread | None = None
+        self.after_loop = AfterLoop()
 
     def new_thread(self, rkshare: Any, name: str) -> threading.Thread:
         """The share thread on ``rkshare`` (closed by the thread when it ends), not started
@@ -122,6 +124,7 @@ class ShareThread:
         finally:
             lib.rdk_share_batch_free(cbatch)
             self._close_handle(rkshare)
+            self.after_loop.loop_ended()  # rdk.aio's stop finishes here
 
     def _one_batch(self, rkshare: Any, cbatch: Any) -> None:
         if cbatch.n_errors:
