@@ -446,3 +446,35 @@ def test_consumer_stop_waits_in_no_thread_and_runs_on_the_fetch_thread(cluster):
     assert store.committed == {0: 2}
     fetch.join(DEADLINE)
     assert not fetch.is_alive()
+
+
+def test_consumer_start_runs_on_the_thread_that_becomes_its_fetch_thread(cluster, tmp_path):
+    """The broker is down, so the start (its metadata lookup) waits until the loop brings it
+    up: meanwhile the loop runs other tasks, and the only thread started is the one that
+    then fetches for the consumer (none of rdk.aio's, asyncio's or the executor's)."""
+    cluster.create_topic("aio-start", 1)
+    produce(cluster.bootstrap_servers, "aio-start", [b"first"])
+
+    async def main():
+        c = rdk.aio.Consumer(cluster.bootstrap_servers, "aio-start", tmp_path,
+                             driver_options=FAST_RECONNECT)
+        cluster.broker_set_down(1)
+        before = set(threading.enumerate())
+        first = asyncio.create_task(c.batches().__anext__())
+        await until(lambda: not set(threading.enumerate()) <= before)  # the start began
+        await the_loop_runs_another_task()
+        assert not first.done() and c.consumer._state == "new"
+        starter = [t for t in set(threading.enumerate()) - before
+                   if not t.name.startswith("rdk-events-")]  # (the client's, once made)
+        assert [t.name for t in starter] == ["rdk-fetch-aio-start"]
+        assert [t.name for t in threading.enumerate()
+                if t.name.startswith(("rdk-aio", "asyncio", "loop-executor"))] == []
+        cluster.broker_set_up(1)  # runs only because the loop is free
+        batch = await asyncio.wait_for(first, DEADLINE)
+        fetch = c.consumer._threads.pipeline.fetch_thread
+        await c.stop()
+        return [m.value for m in batch], starter, fetch
+
+    values, starter, fetch = run(main)
+    assert values == [b"first"]
+    assert starter == [fetch]  # the thread that ran the start is the consumer's fetch thread

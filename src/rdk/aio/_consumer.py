@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from .. import consumer as _consumer
-from .._asyncio_bridge import Waker, in_thread
+from .._asyncio_bridge import Waker, in_thread, settle
 from .._lifecycle import AfterLoop
 from ..message import Message
 
@@ -195,8 +195,8 @@ class Consumer:
 
     Waiting for a batch holds no thread: the task waits on a file descriptor the consumer's
     own fetch thread signals (``loop.add_reader``), so any number of idle consumers leave
-    the loop's default executor free. The consumer starts on the first iteration (the start
-    runs on a thread of rdk's that ends with it); ``stop()`` is a future the consumer's own
+    the loop's default executor free. The consumer starts on the first iteration (on the
+    thread that then becomes its fetch thread); ``stop()`` is a future the consumer's own
     fetch thread settles after doing the stop's work. A batch's offsets are recorded on
     ``await batch.commit()`` or when the next batch is asked for; leaving ``async with`` (or
     ``await stop()``) records every committed batch's offsets and never an uncommitted one's.
@@ -265,10 +265,40 @@ class Consumer:
     async def _start(self) -> None:
         c = self._consumer
         self._loop = asyncio.get_running_loop()
-        if c._state == "new":  # the start waits for metadata: on a thread of rdk's
-            await in_thread(c._begin_iteration, None, name=f"rdk-aio-start-{c.topic}")
+        if c._state == "new":  # on the thread that becomes the consumer's fetch thread
+            await self._start_on_fetch_thread()
         else:
             c._begin_iteration(None)  # raises as batches() does (stopped, callback mode)
+
+    async def _start_on_fetch_thread(self) -> None:
+        """The start (client, metadata, offset-file locks, stored progress) on a new thread
+        that, once it succeeded, goes on as the consumer's fetch thread: no thread is made
+        only for the call. The awaiting task waits for a future that thread settles."""
+        c = self._consumer
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def start_then_fetch() -> None:
+            fetching = False
+            try:
+                c._check_process()
+                with c._state_lock:
+                    if c._state == "new":
+                        c._open("iterator", here=True)
+                        fetching = True
+                    else:  # started meanwhile by another task: as batches() would
+                        c._begin_iteration(None)
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
+                settle(loop, fut, exc=e)
+                return
+            settle(loop, fut)
+            pipeline = c._threads.pipeline
+            if fetching and pipeline is not None:
+                pipeline.run_fetch()
+
+        threading.Thread(target=start_then_fetch, daemon=True,
+                         name=c._threads.fetch_thread_name).start()
+        await asyncio.shield(fut)  # a cancelled await leaves the start going
 
     async def _next(self, timeout: float | None) -> Batch | None:
         """The next batch; None after ``timeout`` seconds without one or once stopped."""

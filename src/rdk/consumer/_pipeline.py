@@ -244,9 +244,18 @@ class FetchPipeline:
             yield
 
     # ---- the fetch thread --------------------------------------------------------------
-    def start_thread(self, name: str) -> None:
+    def start_thread(self, name: str, here: bool = False) -> None:
+        """Start the fetch thread; ``here``: the calling thread is it, and calls
+        :meth:`run_fetch` next (rdk.aio's start runs on the thread that then fetches)."""
+        if here:
+            self.fetch_thread = threading.current_thread()
+            return
         self.fetch_thread = threading.Thread(target=self._fetch_thread, name=name, daemon=True)
         self.fetch_thread.start()
+
+    def run_fetch(self) -> None:
+        """The fetch thread's work, on the thread ``start_thread(here=True)`` adopted."""
+        self._fetch_thread()
 
     def _fetch_thread(self) -> None:
         try:
