@@ -110,7 +110,7 @@ class Lifecycle:
                 raise RuntimeError(f"this {type(self).__name__} is already started")
             raise ClosedError(f"this {type(self).__name__} is stopped; make a new one")
 
-    def _open(self, mode: str) -> object:  # pragma: no cover - every subclass defines it
+    def _open(self, mode: str, here: bool = False) -> object:  # pragma: no cover
         raise NotImplementedError
 
     def _begin_iteration(self, timeout: float | None) -> float | None:

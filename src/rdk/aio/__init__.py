@@ -6,9 +6,8 @@ consumer's fetch or share thread writes, registered with ``loop.add_reader`` whi
 waits). Futures settled by a thread the client already has (``call_soon_threadsafe``):
 ``await producer.send(...)``, ``flush``, ``stop``, ``partition_count`` and a first
 partition-count lookup (the producer's event thread), a consumer's ``stop`` (its fetch or
-share thread, after the last fetch) and an ``rdk.aio.Consumer``'s start (the thread that
-then fetches for it). Only a ShareConsumer's start still runs on a thread of rdk's that
-ends with it. Any loop (asyncio's, uvloop), several loops in several threads.
+share thread, after the last fetch) and a consumer's start (the thread that then fetches
+for it). Any loop (asyncio's, uvloop), several loops in several threads.
 """
 
 from __future__ import annotations

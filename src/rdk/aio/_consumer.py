@@ -137,6 +137,36 @@ def _on_loop(callback: Callable[[list[tuple[str, int]]], Any] | None,
     return call
 
 
+async def start_on_own_thread(consumer: Any, name: str,
+                             goes_on: Callable[[], Callable[[], None] | None]) -> None:
+    """Start ``consumer`` (iterator mode) on a new thread named ``name`` that, once the start
+    succeeded, goes on as the consumer's own thread (``goes_on()``: its fetch or share
+    loop): no thread is made only for the call. The awaiting task waits for a future that
+    thread settles; a cancelled await leaves the start going."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def start_then_go_on() -> None:
+        go_on = None
+        try:
+            consumer._check_process()
+            with consumer._state_lock:
+                if consumer._state == "new":
+                    consumer._open("iterator", here=True)
+                    go_on = goes_on()
+                else:  # started meanwhile by another task: as batches() would
+                    consumer._begin_iteration(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
+            settle(loop, fut, exc=e)
+            return
+        settle(loop, fut)
+        if go_on is not None:
+            go_on()
+
+    threading.Thread(target=start_then_go_on, daemon=True, name=name).start()
+    await asyncio.shield(fut)
+
+
 def stop_on_own_thread(consumer: Any, timeout: float,
                        after_loop: Callable[[], AfterLoop | None]) -> concurrent.futures.Future[None]:
     """Begin ``consumer.stop(timeout)`` (checked at once); its work runs on the consumer's
@@ -266,39 +296,10 @@ class Consumer:
         c = self._consumer
         self._loop = asyncio.get_running_loop()
         if c._state == "new":  # on the thread that becomes the consumer's fetch thread
-            await self._start_on_fetch_thread()
+            await start_on_own_thread(c, c._threads.fetch_thread_name, lambda: (
+                c._threads.pipeline.run_fetch if c._threads.pipeline is not None else None))
         else:
             c._begin_iteration(None)  # raises as batches() does (stopped, callback mode)
-
-    async def _start_on_fetch_thread(self) -> None:
-        """The start (client, metadata, offset-file locks, stored progress) on a new thread
-        that, once it succeeded, goes on as the consumer's fetch thread: no thread is made
-        only for the call. The awaiting task waits for a future that thread settles."""
-        c = self._consumer
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future = loop.create_future()
-
-        def start_then_fetch() -> None:
-            fetching = False
-            try:
-                c._check_process()
-                with c._state_lock:
-                    if c._state == "new":
-                        c._open("iterator", here=True)
-                        fetching = True
-                    else:  # started meanwhile by another task: as batches() would
-                        c._begin_iteration(None)
-            except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
-                settle(loop, fut, exc=e)
-                return
-            settle(loop, fut)
-            pipeline = c._threads.pipeline
-            if fetching and pipeline is not None:
-                pipeline.run_fetch()
-
-        threading.Thread(target=start_then_fetch, daemon=True,
-                         name=c._threads.fetch_thread_name).start()
-        await asyncio.shield(fut)  # a cancelled await leaves the start going
 
     async def _next(self, timeout: float | None) -> Batch | None:
         """The next batch; None after ``timeout`` seconds without one or once stopped."""

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from .. import share as _share
-from .._asyncio_bridge import Waker, in_thread
+from .._asyncio_bridge import Waker
 from ..message import Message
 from ..validate import check_timeout
-from ._consumer import Batches, stop_and_wait
+from ._consumer import Batches, start_on_own_thread, stop_and_wait
 
 __all__ = ["ShareBatch", "ShareConsumer"]
 
@@ -98,8 +98,9 @@ class ShareConsumer:
     ```
 
     Waiting for a batch holds no thread (a file descriptor the share thread signals); the
-    start runs on a thread of rdk's that ends with it; the stop's work (acknowledgements
-    committed, group left, handle closed) runs on the share thread after its last poll.
+    start runs on the thread that then becomes its share thread; the stop's work
+    (acknowledgements committed, group left, handle closed) runs on the share thread after
+    its last poll.
     A batch's messages not settled are accepted by ``await batch.commit()`` or when the
     next batch is asked for; ``stop()`` releases a batch not ended yet.
 
@@ -151,8 +152,9 @@ class ShareConsumer:
 
     async def _next(self, timeout: float | None) -> ShareBatch | None:
         c = self._consumer
-        if c._state == "new":  # joins the group: on a thread of rdk's
-            await in_thread(c._begin_iteration, None, name=f"rdk-aio-share-start-{c.group_id}")
+        if c._state == "new":  # joins the group on the thread that then polls (share thread)
+            await start_on_own_thread(c, f"rdk-share-{c.group_id}", lambda: (
+                c._worker.run if c._worker is not None else None))
         elif c._state in ("stopping", "closed") and c._mode == "iterator":
             return None
         else:

@@ -149,7 +149,9 @@ class ShareConsumer(Lifecycle):
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         self._open("callback")
 
-    def _open(self, mode: str) -> None:
+    def _open(self, mode: str, here: bool = False) -> None:
+        """Start in ``mode``; ``here``: the calling thread is the share thread and calls
+        ``self._worker.run()`` next (rdk.aio's start)."""
         with self._state_lock:
             self._check_openable()
             if mode == "callback":
@@ -164,6 +166,9 @@ class ShareConsumer(Lifecycle):
             rkshare, self._handle = new_handle(self._config, worker)
             self._worker = worker
             self._mark_running(mode)
+            if here:
+                self._thread = worker.adopt_thread(rkshare)
+                return
             self._thread = worker.new_thread(rkshare, f"rdk-share-{self.group_id}")
             self._thread.start()
 

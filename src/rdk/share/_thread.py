@@ -96,6 +96,16 @@ class ShareThread:
         self.thread = threading.Thread(target=self._run, daemon=True, name=name)
         return self.thread
 
+    def adopt_thread(self, rkshare: Any) -> threading.Thread:
+        """The calling thread is the share thread on ``rkshare``: it calls :meth:`run` next."""
+        self.rkshare = rkshare
+        self.thread = threading.current_thread()
+        return self.thread
+
+    def run(self) -> None:
+        """The share thread's work, on the thread ``adopt_thread`` took."""
+        self._run()
+
     def _run(self) -> None:
         rkshare = self.rkshare
         cbatch = lib.rdk_share_batch_new()
