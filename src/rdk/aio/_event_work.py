@@ -131,7 +131,7 @@ class EventWork:
         with self._s.cond:
             fut.set_result(FlushResult(queued, self._s.ledger.take_failed()))
 
-    async def call(self, fn: Callable[[float], Any], timeout: float) -> Any:
+    async def call(self, fn: Callable[[float], Any], timeout: float, what: str) -> Any:
         """``fn(step)`` on the event thread, repeated while it raises ``_TIMED_OUT`` or
         ``_TRANSPORT`` with time left (``step``: the seconds this attempt may take)."""
         loop = asyncio.get_running_loop()
@@ -142,8 +142,11 @@ class EventWork:
                 raise ClosedError("Producer is stopped: it cannot be used after stop()")
             self._calls.append(job)
         self._s.client.wake()
-        try:
-            return await fut
+        try:  # the bound matters only if the event thread is gone (a sync stop() elsewhere)
+            return await asyncio.wait_for(fut, timeout + _STEP + 1.0)
+        except TimeoutError:
+            raise KafkaError(ERROR_CODES["_TIMED_OUT"], "the producer's event thread did not "
+                             "answer (stopped, or held by a callback)", context=what) from None
         finally:
             with self._lock:
                 if job in self._calls:

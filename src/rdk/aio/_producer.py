@@ -119,7 +119,8 @@ class Producer:
             # the probe of the failure (a short metadata request) or a first partition
             # count: on the event thread, then the send goes on here without waiting
             await self._work.call(functools.partial(self._prepare, topic, partition),
-                                  10.0 if timeout is None else timeout_seconds(timeout))
+                                  10.0 if timeout is None else timeout_seconds(timeout),
+                                  f"send to {topic!r}")
         if p.on_queue_full != "block":
             fut = self._pending_future(loop, topic)
             try:
@@ -257,7 +258,7 @@ class Producer:
         check_topic_name(topic)
         client = p._client
         return int(await self._work.call(functools.partial(client.partition_count, topic),
-                                         timeout_seconds(timeout)))
+                                         timeout_seconds(timeout), f"metadata for {topic!r}"))
 
     async def stop(self, timeout: float = 15.0) -> FlushResult:
         """Drain and close (``rdk.Producer.stop``); returns a ``FlushResult``, the messages not
