@@ -478,3 +478,29 @@ def test_consumer_start_runs_on_the_thread_that_becomes_its_fetch_thread(cluster
     values, starter, fetch = run(main)
     assert values == [b"first"]
     assert starter == [fetch]  # the thread that ran the start is the consumer's fetch thread
+
+
+def test_a_cancelled_flush_loses_nothing(cluster):
+    """A flush cancelled while it waits takes no count: the messages it waited for are
+    reported by the next result (here the stop's, which purges them)."""
+    cluster.create_topic("aio-cancel-flush", 1)
+
+    async def main():
+        p = rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1)
+        assert await p.send("aio-cancel-flush", 0, [b"warm-up"]) == (1, [])
+        cluster.broker_set_down(1)
+        send = asyncio.create_task(p.send("aio-cancel-flush", 0, [b"a", b"b"]))
+        await until(lambda: p.producer.send_queue_length == 2)
+        flush = asyncio.create_task(p.flush(DEADLINE))
+        await until(lambda: p._work._flushes)
+        flush.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await flush
+        assert not p._work._flushes  # it left nothing behind
+        result = await p.stop(1)  # purges what the leader never took
+        delivery = await send
+        return result, result.queued, result.failed, delivery
+
+    result, queued, failed, delivery = run(main)
+    assert (result, queued, failed) == (2, 0, 2)
+    assert delivery.delivered == 0 and [e.name for _, e in delivery.failures] == ["_PURGE_QUEUE"] * 2
