@@ -289,7 +289,8 @@ async def pending(waiting, before):
     await until(lambda: waiting() or not set(threading.enumerate()) <= before)
 
 
-def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster):
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster, loop_kind):
     """The leader is down, so the flush cannot finish until the loop itself brings it up:
     the loop runs other tasks meanwhile and no thread waits for the flush."""
     cluster.create_topic("aio-flush", 1)
@@ -311,7 +312,7 @@ def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster):
             result = await asyncio.wait_for(flush, DEADLINE)
             return result, result.failed, await send
 
-    result, failed, delivery = run(main)
+    result, failed, delivery = run(main, loop_kind)
     assert (result, failed, delivery) == (0, 0, (2, []))
 
 
@@ -413,7 +414,8 @@ class GatedStore:
         self.committed.update(offsets)
 
 
-def test_consumer_stop_waits_in_no_thread_and_runs_on_the_fetch_thread(cluster):
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_consumer_stop_waits_in_no_thread_and_runs_on_the_fetch_thread(cluster, loop_kind):
     """The stop must wait for the committer, held in the store's commit until the loop
     opens the gate: the loop runs other tasks meanwhile, no thread is started for the stop
     (its work runs on the consumer's fetch thread, which then ends)."""
@@ -441,14 +443,15 @@ def test_consumer_stop_waits_in_no_thread_and_runs_on_the_fetch_thread(cluster):
         await asyncio.wait_for(stop, DEADLINE)
         return got, fetch, c.consumer.closed
 
-    got, fetch, closed = run(main)
+    got, fetch, closed = run(main, loop_kind)
     assert got == [b"a", b"b", b"c"] and closed
     assert store.committed == {0: 2}
     fetch.join(DEADLINE)
     assert not fetch.is_alive()
 
 
-def test_consumer_start_runs_on_the_thread_that_becomes_its_fetch_thread(cluster, tmp_path):
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_consumer_start_runs_on_the_thread_that_becomes_its_fetch_thread(cluster, tmp_path, loop_kind):
     """The broker is down, so the start (its metadata lookup) waits until the loop brings it
     up: meanwhile the loop runs other tasks, and the only thread started is the one that
     then fetches for the consumer (none of rdk.aio's, asyncio's or the executor's)."""
@@ -475,7 +478,7 @@ def test_consumer_start_runs_on_the_thread_that_becomes_its_fetch_thread(cluster
         await c.stop()
         return [m.value for m in batch], starter, fetch
 
-    values, starter, fetch = run(main)
+    values, starter, fetch = run(main, loop_kind)
     assert values == [b"first"]
     assert starter == [fetch]  # the thread that ran the start is the consumer's fetch thread
 
