@@ -6,8 +6,9 @@
   (``loop.add_reader``) only for the wait: any loop (asyncio's, uvloop), any thread.
 - :func:`settle`: resolve an asyncio future from another thread (``call_soon_threadsafe``),
   harmless once the loop is closed or the future was cancelled.
-- :func:`in_thread`: run one blocking call of rdk's (a stop, a flush, a partition lookup) on
-  a thread of its own that ends with the call, never on the loop's default executor.
+- :func:`in_thread`: run one blocking call of rdk's on a thread of its own that ends with
+  the call, never on the loop's default executor: only a consumer's stop whose own thread
+  has already ended (or that waits for a sync ``stop()`` running elsewhere) still needs it.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ work, in order) and ``start()``; it may override ``_stop_requested()``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -26,9 +27,35 @@ from . import _exit
 from .errors import ClosedError, KafkaError
 from .validate import check_timeout, check_wait
 
-__all__ = ["Lifecycle"]
+__all__ = ["AfterLoop", "Lifecycle"]
 
 _Self = TypeVar("_Self", bound="Lifecycle")
+
+
+class AfterLoop:
+    """What a consumer's own thread (fetch or share thread) runs once its loop has ended:
+    rdk.aio's stop hands its work there instead of to a thread of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fn: Callable[[], None] | None = None
+        self._ended = False
+
+    def hand(self, fn: Callable[[], None]) -> bool:
+        """Have the thread call ``fn()`` after its loop; False if the loop has ended."""
+        with self._lock:
+            if self._ended:
+                return False
+            self._fn = fn
+            return True
+
+    def loop_ended(self) -> None:
+        """On the thread, after its loop: run what was handed, if anything."""
+        with self._lock:
+            self._ended = True
+            fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
 
 
 class Lifecycle:
@@ -83,7 +110,7 @@ class Lifecycle:
                 raise RuntimeError(f"this {type(self).__name__} is already started")
             raise ClosedError(f"this {type(self).__name__} is stopped; make a new one")
 
-    def _open(self, mode: str) -> object:  # pragma: no cover - every subclass defines it
+    def _open(self, mode: str, here: bool = False) -> object:  # pragma: no cover
         raise NotImplementedError
 
     def _begin_iteration(self, timeout: float | None) -> float | None:
@@ -126,8 +153,10 @@ class Lifecycle:
         if self._error is not None:
             raise self._error
 
-    def _stop(self, timeout: float) -> None:
-        """The stop protocol (see the module docstring); ``_finish`` does the work."""
+    def _stop(self, timeout: float,
+              elsewhere: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """The stop protocol (see the module docstring); ``_finish`` does the work, on this
+        thread or, given ``elsewhere``, wherever ``elsewhere(work)`` runs it (rdk.aio)."""
         timeout = check_wait(timeout, "timeout", threading.TIMEOUT_MAX)
         if os.getpid() != self._pid:
             return
@@ -151,8 +180,15 @@ class Lifecycle:
         if not first:
             self._closed_event.wait(timeout)
             return
+        work = functools.partial(self._finish_stop, time.monotonic() + timeout, timeout)
+        if elsewhere is not None:
+            elsewhere(work)
+        else:
+            work()
+
+    def _finish_stop(self, deadline: float, timeout: float) -> None:
         try:
-            self._finish(time.monotonic() + timeout, timeout)
+            self._finish(deadline, timeout)
         finally:
             with self._state_lock:
                 self._state = "closed"

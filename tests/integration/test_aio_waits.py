@@ -248,3 +248,262 @@ def test_one_producer_serves_loops_in_several_threads(cluster, on_queue_full):
         t.join(DEADLINE * 2)
     assert producer.producer.stop(30) == 0
     assert results == {i: (200, []) for i in range(3)}
+
+
+# ---- flush, stop and partition_count: futures the producer's event thread settles ----------
+
+FAST_RECONNECT = {"reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 100}
+
+
+def no_thread_for_the_call(before):
+    """No thread of rdk.aio's calls, of asyncio's or the loop's executor exists, and no thread
+    at all was started since ``before`` (the call waits in no thread)."""
+    named = [t.name for t in threading.enumerate()
+             if t.name.startswith(("rdk-aio", "asyncio", "loop-executor"))]
+    assert named == []
+    assert set(threading.enumerate()) <= before, "a thread was started for the call"
+
+
+async def the_loop_runs_another_task():
+    """A task created now completes while the call is pending (the loop is not held)."""
+    ran = asyncio.Event()
+
+    async def other():
+        ran.set()
+
+    task = asyncio.create_task(other())
+    await asyncio.wait_for(ran.wait(), DEADLINE)
+    await task
+
+
+async def until(condition):
+    async def poll():
+        while not condition():
+            await asyncio.sleep(0.01)  # a poll of state; the claims are checked after it
+    await asyncio.wait_for(poll(), DEADLINE)
+
+
+async def pending(waiting, before):
+    """Until the call waits (``waiting()``), or a thread was started for it (which
+    no_thread_for_the_call then reports)."""
+    await until(lambda: waiting() or not set(threading.enumerate()) <= before)
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_flush_waits_in_no_thread_and_the_loop_ends_it(cluster, loop_kind):
+    """The leader is down, so the flush cannot finish until the loop itself brings it up:
+    the loop runs other tasks meanwhile and no thread waits for the flush."""
+    cluster.create_topic("aio-flush", 1)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                    driver_options=FAST_RECONNECT) as p:
+            assert await p.send("aio-flush", 0, [b"warm-up"]) == (1, [])
+            cluster.broker_set_down(1)
+            before = set(threading.enumerate())
+            send = asyncio.create_task(p.send("aio-flush", 0, [b"a", b"b"]))
+            await until(lambda: p.producer.send_queue_length == 2)
+            flush = asyncio.create_task(p.flush(DEADLINE))
+            await pending(lambda: p._work._flushes, before)  # the flush waits
+            await the_loop_runs_another_task()
+            assert not flush.done()
+            no_thread_for_the_call(before)
+            cluster.broker_set_up(1)  # runs only because the loop is free
+            result = await asyncio.wait_for(flush, DEADLINE)
+            return result, result.failed, await send
+
+    result, failed, delivery = run(main, loop_kind)
+    assert (result, failed, delivery) == (0, 0, (2, []))
+
+
+def test_partition_count_waits_in_no_thread_and_the_loop_ends_it(cluster):
+    cluster.create_topic("aio-count", 3)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers,
+                                    driver_options=FAST_RECONNECT) as p:
+            cluster.broker_set_down(1)
+            before = set(threading.enumerate())
+            lookup = asyncio.create_task(p.partition_count("aio-count", DEADLINE))
+            await pending(lambda: p._work._calls, before)  # the lookup waits
+            await the_loop_runs_another_task()
+            assert not lookup.done()
+            no_thread_for_the_call(before)
+            cluster.broker_set_up(1)
+            return await asyncio.wait_for(lookup, DEADLINE)
+
+    assert run(main) == 3
+
+
+def test_stop_waits_in_no_thread_and_frees_the_handle_on_the_event_thread(cluster):
+    cluster.create_topic("aio-stop", 1)
+
+    async def main():
+        p = rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                             driver_options=FAST_RECONNECT)
+        assert await p.send("aio-stop", 0, [b"warm-up"]) == (1, [])
+        cluster.broker_set_down(1)
+        events = p.producer._client.event_thread
+        before = set(threading.enumerate())
+        send = asyncio.create_task(p.send("aio-stop", 0, [b"x", b"y", b"z"]))
+        await until(lambda: p.producer.send_queue_length == 3)
+        stop = asyncio.create_task(p.stop(DEADLINE))
+        await pending(lambda: p._work._stop is not None, before)  # the stop waits
+        await the_loop_runs_another_task()
+        assert not stop.done()
+        no_thread_for_the_call(before)
+        cluster.broker_set_up(1)
+        result = await asyncio.wait_for(stop, DEADLINE)
+        return result, await send, events
+
+    result, delivery, events = run(main)
+    assert (result, result.failed, delivery) == (0, 0, (3, []))
+    events.join(DEADLINE)  # the handle was freed on the event thread, which then ended
+    assert not events.is_alive()
+
+
+def test_flush_sends_lingering_messages_at_once(cluster):
+    """A linger far beyond the flush's deadline: the flush returns 0 only because it lifts
+    the linger (the event thread's short rd_kafka_flush calls), as rdk.Producer.flush does."""
+    cluster.create_topic("aio-linger", 1)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=600_000,
+                                    topic_options={"message.timeout.ms": 900_000}) as p:
+            send = asyncio.create_task(p.send("aio-linger", 0, [b"lingering"]))
+            await until(lambda: p.producer.send_queue_length == 1)
+            result = await p.flush(DEADLINE)
+        return result, await send  # (after the stop, which would fail it if still queued)
+
+    assert run(main) == (0, (1, []))
+
+
+def test_a_first_round_robin_send_looks_the_count_up_in_no_thread(cluster):
+    cluster.create_topic("aio-rr", 2)
+
+    async def main():
+        async with rdk.aio.Producer(cluster.bootstrap_servers, balancer="round_robin",
+                                    queue_buffering_max_ms=1, driver_options=FAST_RECONNECT) as p:
+            cluster.broker_set_down(1)
+            before = set(threading.enumerate())
+            send = asyncio.create_task(p.send("aio-rr", None, [b"1", b"2"], timeout=DEADLINE))
+            await pending(lambda: p._work._calls, before)  # the count is looked up
+            await the_loop_runs_another_task()
+            assert not send.done()
+            no_thread_for_the_call(before)
+            cluster.broker_set_up(1)
+            return await asyncio.wait_for(send, DEADLINE)
+
+    assert run(main) == (2, [])
+
+
+class GatedStore:
+    """An offset store whose commit waits until the test opens ``gate`` (from the loop)."""
+
+    def __init__(self):
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.committed = {}
+
+    def read(self, partitions):
+        return {}
+
+    def commit(self, offsets):
+        self.entered.set()
+        assert self.gate.wait(DEADLINE)
+        self.committed.update(offsets)
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_consumer_stop_waits_in_no_thread_and_runs_on_the_fetch_thread(cluster, loop_kind):
+    """The stop must wait for the committer, held in the store's commit until the loop
+    opens the gate: the loop runs other tasks meanwhile, no thread is started for the stop
+    (its work runs on the consumer's fetch thread, which then ends)."""
+    cluster.create_topic("aio-cstop", 1)
+    produce(cluster.bootstrap_servers, "aio-cstop", [b"a", b"b", b"c"])
+    store = GatedStore()
+
+    async def main():
+        c = rdk.aio.Consumer(cluster.bootstrap_servers, "aio-cstop", offset_store=store)
+        got = []
+        async for batch in c:
+            got.extend(m.value for m in batch)
+            await batch.commit()  # the committer takes it into the gated store
+            if len(got) == 3:
+                break
+        await until(store.entered.is_set)
+        fetch = c.consumer._threads.pipeline.fetch_thread
+        before = set(threading.enumerate())
+        stop = asyncio.create_task(c.stop(DEADLINE))
+        await pending(lambda: c.consumer._state == "stopping", before)
+        await the_loop_runs_another_task()
+        assert not stop.done()
+        no_thread_for_the_call(before)
+        store.gate.set()  # runs only because the loop is free
+        await asyncio.wait_for(stop, DEADLINE)
+        return got, fetch, c.consumer.closed
+
+    got, fetch, closed = run(main, loop_kind)
+    assert got == [b"a", b"b", b"c"] and closed
+    assert store.committed == {0: 2}
+    fetch.join(DEADLINE)
+    assert not fetch.is_alive()
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_consumer_start_runs_on_the_thread_that_becomes_its_fetch_thread(cluster, tmp_path, loop_kind):
+    """The broker is down, so the start (its metadata lookup) waits until the loop brings it
+    up: meanwhile the loop runs other tasks, and the only thread started is the one that
+    then fetches for the consumer (none of rdk.aio's, asyncio's or the executor's)."""
+    cluster.create_topic("aio-start", 1)
+    produce(cluster.bootstrap_servers, "aio-start", [b"first"])
+
+    async def main():
+        c = rdk.aio.Consumer(cluster.bootstrap_servers, "aio-start", tmp_path,
+                             driver_options=FAST_RECONNECT)
+        cluster.broker_set_down(1)
+        before = set(threading.enumerate())
+        first = asyncio.create_task(c.batches().__anext__())
+        await until(lambda: not set(threading.enumerate()) <= before)  # the start began
+        await the_loop_runs_another_task()
+        assert not first.done() and c.consumer._state == "new"
+        starter = [t for t in set(threading.enumerate()) - before
+                   if not t.name.startswith("rdk-events-")]  # (the client's, once made)
+        assert [t.name for t in starter] == ["rdk-fetch-aio-start"]
+        assert [t.name for t in threading.enumerate()
+                if t.name.startswith(("rdk-aio", "asyncio", "loop-executor"))] == []
+        cluster.broker_set_up(1)  # runs only because the loop is free
+        batch = await asyncio.wait_for(first, DEADLINE)
+        fetch = c.consumer._threads.pipeline.fetch_thread
+        await c.stop()
+        return [m.value for m in batch], starter, fetch
+
+    values, starter, fetch = run(main, loop_kind)
+    assert values == [b"first"]
+    assert starter == [fetch]  # the thread that ran the start is the consumer's fetch thread
+
+
+def test_a_cancelled_flush_loses_nothing(cluster):
+    """A flush cancelled while it waits takes no count: the messages it waited for are
+    reported by the next result (here the stop's, which purges them)."""
+    cluster.create_topic("aio-cancel-flush", 1)
+
+    async def main():
+        p = rdk.aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1)
+        assert await p.send("aio-cancel-flush", 0, [b"warm-up"]) == (1, [])
+        cluster.broker_set_down(1)
+        send = asyncio.create_task(p.send("aio-cancel-flush", 0, [b"a", b"b"]))
+        await until(lambda: p.producer.send_queue_length == 2)
+        flush = asyncio.create_task(p.flush(DEADLINE))
+        await until(lambda: p._work._flushes)
+        flush.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await flush
+        assert not p._work._flushes  # it left nothing behind
+        result = await p.stop(1)  # purges what the leader never took
+        delivery = await send
+        return result, result.queued, result.failed, delivery
+
+    result, queued, failed, delivery = run(main)
+    assert (result, queued, failed) == (2, 0, 2)
+    assert delivery.delivered == 0 and [e.name for _, e in delivery.failures] == ["_PURGE_QUEUE"] * 2

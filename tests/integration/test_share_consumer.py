@@ -404,3 +404,44 @@ def test_aio_share_consumer_accepts_releases_rejects_and_its_iterator_survives_a
     assert sorted(seen) == sorted([(v, 1) for v in values(6)] + [(b"m0", 2)])
     assert late == [b"late"]
     assert stats.released >= 1 and stats.rejected == 1
+
+
+def test_aio_share_consumer_starts_and_stops_on_its_share_thread(kafka_cluster, new_topic,
+                                                                 monkeypatch):
+    """No thread is started only for the start or the stop of rdk.aio.ShareConsumer: every
+    thread started meanwhile is recorded; the one that ran the start is the share thread,
+    which also does the stop's work and then ends."""
+    import asyncio
+
+    import rdk.aio
+
+    topic = new_topic(kafka_cluster, 1, prefix="share-aio-threads")
+    produce(kafka_cluster, topic, 0, values(3))
+    started: list[threading.Thread] = []
+    start = threading.Thread.start
+
+    def recording_start(self):
+        started.append(self)
+        start(self)
+
+    async def main():
+        c = rdk.aio.ShareConsumer(kafka_cluster.bootstrap_servers, [topic], group_id=_group(),
+                                  start_offset="earliest")
+        monkeypatch.setattr(threading.Thread, "start", recording_start)
+        got = []
+        async for batch in c.batches(timeout=60):
+            got.extend(m.value for m in batch)
+            await batch.commit()
+            if len(got) == 3:
+                break
+        share = c.consumer._thread
+        await c.stop()
+        monkeypatch.undo()
+        return got, share
+
+    got, share = asyncio.run(main())
+    assert got == values(3)
+    own = [t for t in started if not t.name.startswith("rdk-events-")]  # librdkafka clients'
+    assert own == [share], [t.name for t in started]
+    share.join(60)
+    assert not share.is_alive()

@@ -417,6 +417,8 @@ def _destroy(state: dict) -> None:
     callback returns, never under it, and this call returns on time.
     """
     stopping, thread, main_queue = state.pop("event_thread", (None, None, None))
+    if thread is threading.current_thread():  # closed by one of its handlers: it ends after it
+        stopping.set()
     if thread is not None and thread.is_alive() and thread is not threading.current_thread():
         stopping.set()
         lib.rd_kafka_queue_yield(main_queue)

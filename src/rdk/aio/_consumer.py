@@ -9,13 +9,16 @@ Taking a ready batch is one non-blocking call on the loop; nothing waits in an e
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from .. import consumer as _consumer
-from .._asyncio_bridge import Waker, in_thread
+from .._asyncio_bridge import Waker, in_thread, settle
+from .._lifecycle import AfterLoop
 from ..message import Message
 
 __all__ = ["Batch", "Consumer"]
@@ -134,6 +137,80 @@ def _on_loop(callback: Callable[[list[tuple[str, int]]], Any] | None,
     return call
 
 
+async def start_on_own_thread(consumer: Any, name: str,
+                             goes_on: Callable[[], Callable[[], None] | None]) -> None:
+    """Start ``consumer`` (iterator mode) on a new thread named ``name`` that, once the start
+    succeeded, goes on as the consumer's own thread (``goes_on()``: its fetch or share
+    loop): no thread is made only for the call. The awaiting task waits for a future that
+    thread settles; a cancelled await leaves the start going."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def start_then_go_on() -> None:
+        go_on = None
+        try:
+            consumer._check_process()
+            with consumer._state_lock:
+                if consumer._state == "new":
+                    consumer._open("iterator", here=True)
+                    go_on = goes_on()
+                else:  # started meanwhile by another task: as batches() would
+                    consumer._begin_iteration(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
+            settle(loop, fut, exc=e)
+            return
+        settle(loop, fut)
+        if go_on is not None:
+            go_on()
+
+    threading.Thread(target=start_then_go_on, daemon=True, name=name).start()
+    await asyncio.shield(fut)
+
+
+def stop_on_own_thread(consumer: Any, timeout: float,
+                       after_loop: Callable[[], AfterLoop | None]) -> concurrent.futures.Future[None]:
+    """Begin ``consumer.stop(timeout)`` (checked at once); its work runs on the consumer's
+    own thread (``after_loop()``'s: the fetch or share thread) once that thread's loop has
+    ended, and the returned future is settled there (at once if there was nothing to do).
+    Only when that thread has already ended (a failure in it) does the work get a thread of
+    its own (``rdk-aio-stop-*``)."""
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+    handed: list[bool] = []
+
+    def elsewhere(work: Callable[[], None]) -> None:
+        handed.append(True)
+
+        def run() -> None:
+            try:
+                work()
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting tasks
+                done.set_exception(e)
+            else:
+                done.set_result(None)
+        own = after_loop()
+        if own is None or not own.hand(run):
+            threading.Thread(target=run, daemon=True,
+                             name=f"rdk-aio-stop-{consumer._describe}").start()
+
+    consumer._stop(timeout, elsewhere)
+    if not handed:
+        done.set_result(None)  # nothing to do: new, closed, or in a forked child
+    return done
+
+
+async def stop_and_wait(consumer: Any, timeout: float, stopped: concurrent.futures.Future | None,
+                        after_loop: Callable[[], AfterLoop | None]) -> concurrent.futures.Future | None:
+    """rdk.aio's consumers' ``stop()``: the stop begun once (see stop_on_own_thread) and
+    awaited by every caller, on any loop; returns the future to keep."""
+    if stopped is None and consumer._state == "stopping":  # stopped by the sync stop()
+        await in_thread(consumer.stop, timeout, name=f"rdk-aio-stop-{consumer._describe}")
+    elif stopped is None:
+        stopped = stop_on_own_thread(consumer, timeout, after_loop)
+    if stopped is not None:  # a cancelled await leaves the stop going
+        await asyncio.shield(asyncio.wrap_future(stopped))
+    return stopped
+
+
 class Consumer:
     """``rdk.aio.Consumer(broker, topic, offset_directory=None, **options)``: the keyword
     options of ``rdk.Consumer`` (``group_id``, ``num_workers``/``worker_slot``,
@@ -148,8 +225,9 @@ class Consumer:
 
     Waiting for a batch holds no thread: the task waits on a file descriptor the consumer's
     own fetch thread signals (``loop.add_reader``), so any number of idle consumers leave
-    the loop's default executor free. The consumer starts on the first iteration (the
-    partition lookup runs on a thread of rdk's). A batch's offsets are recorded on
+    the loop's default executor free. The consumer starts on the first iteration (on the
+    thread that then becomes its fetch thread); ``stop()`` is a future the consumer's own
+    fetch thread settles after doing the stop's work. A batch's offsets are recorded on
     ``await batch.commit()`` or when the next batch is asked for; leaving ``async with`` (or
     ``await stop()``) records every committed batch's offsets and never an uncommitted one's.
     A task cancelled while it waits for a batch loses nothing, and the same iterator goes on.
@@ -182,6 +260,7 @@ class Consumer:
         self._waker = Waker()
         self._consumer._wakers.append(self._waker.wake)
         self._prev: _consumer.Batch | None = None  # handed out, committed when the next is asked
+        self._stopped: concurrent.futures.Future[None] | None = None  # set by the stop's work
 
     @property
     def consumer(self) -> _consumer.Consumer:
@@ -216,8 +295,9 @@ class Consumer:
     async def _start(self) -> None:
         c = self._consumer
         self._loop = asyncio.get_running_loop()
-        if c._state == "new":  # the start waits for metadata: on a thread of rdk's
-            await in_thread(c._begin_iteration, None, name=f"rdk-aio-start-{c.topic}")
+        if c._state == "new":  # on the thread that becomes the consumer's fetch thread
+            await start_on_own_thread(c, c._threads.fetch_thread_name, lambda: (
+                c._threads.pipeline.run_fetch if c._threads.pipeline is not None else None))
         else:
             c._begin_iteration(None)  # raises as batches() does (stopped, callback mode)
 
@@ -280,9 +360,14 @@ class Consumer:
         return self._consumer.error
 
     async def stop(self, timeout: float = 30.0) -> None:
-        """Stop (``rdk.Consumer.stop``) without blocking the loop (the stop's joins run on a
-        thread of rdk's that ends with it): committed batches' offsets are written,
-        uncommitted ones are read again after a restart.
+        """Stop (``rdk.Consumer.stop``) without blocking the loop: committed batches' offsets
+        are written, uncommitted ones are read again after a restart.
+
+        The stop's work (the last offset writes, leaving the group, freeing the librdkafka
+        handle, whose ``rd_kafka_destroy`` blocks until librdkafka's threads end) runs on
+        the consumer's own fetch thread once its last fetch returned; the awaiting task
+        waits for a future that thread settles. Cancelling the await does not cancel the
+        stop; several tasks (on any loops) may await it.
 
         Args:
             timeout: Seconds to wait in all.
@@ -292,14 +377,11 @@ class Consumer:
             ValueError: ``timeout`` is negative or nan.
         """
         c = self._consumer
-        if c._state == "new":
-            c.stop(timeout)  # nothing runs yet: returns at once
-        else:
-            await in_thread(c.stop, timeout, name=f"rdk-aio-stop-{c.topic}")
+        self._stopped = await stop_and_wait(c, timeout, self._stopped, lambda: (
+            c._threads.pipeline.after_loop if c._threads.pipeline is not None else None))
         if self._waker.wake in c._wakers:
             c._wakers.remove(self._waker.wake)
         self._waker.close()
-
     async def __aenter__(self) -> Consumer:
         return self
 

@@ -1,4 +1,10 @@
-"""rdk.aio.Producer: ``await producer.send(...)`` settled by the producer's event thread."""
+"""rdk.aio.Producer: every await is a future the producer's event thread settles.
+
+``send`` enqueues on the loop (one C call) and awaits its delivery; ``flush``, ``stop``,
+``partition_count`` and a send's first partition-count lookup are work the event thread
+does between two polls (:mod:`rdk.aio._event_work`). No thread is made for a call, and none
+of the loop's executor is used.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +17,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import producer as _producer
-from .._asyncio_bridge import in_thread, settle
+from .._asyncio_bridge import settle
 from ..errors import KafkaError, QueueFullError
 from ..producer import Delivery, FlushResult
+from ..producer._config import timeout_seconds
+from ..validate import check_topic_name
+from ._event_work import EventWork
 
 __all__ = ["Producer"]
 
@@ -21,13 +30,17 @@ __all__ = ["Producer"]
 class Producer:
     """``rdk.aio.Producer(broker, **options)``: the options of ``rdk.Producer``.
 
-    Nothing waits on the loop's default executor: a send's future is settled from the
-    producer's event thread (``call_soon_threadsafe``); under ``on_queue_full="block"`` a
-    send enqueues what fits and awaits the next delivery report (a future the event thread
-    settles) for the rest, in call order; a first partition-count lookup, ``flush``,
-    ``stop`` and ``partition_count`` run on a thread of rdk's that ends with the call. An authentication
-    failure librdkafka reports fails every pending send at once with that error.
-    ``async with`` stops the producer.
+    Every await is a future the producer's own event thread settles
+    (``call_soon_threadsafe``): no thread of the loop's default executor, and no thread
+    made for the call, is held. A send's future settles once each message is delivered or
+    failed; under ``on_queue_full="block"`` a send enqueues what fits and awaits the next
+    delivery report for the rest, in call order. ``flush`` settles when nothing is
+    outstanding (its timeout is a ``loop.call_later``); ``partition_count`` and a send's
+    first partition-count lookup run on the event thread between two polls (a metadata
+    request in steps of at most a second); ``stop`` is stepped there too, and its last step
+    frees the librdkafka handle on that thread, which then ends. An authentication failure
+    librdkafka reports fails every pending send at once with that error. ``async with``
+    stops the producer.
 
     Args:
         broker: Comma-separated ``host:port`` list.
@@ -47,6 +60,7 @@ class Producer:
         self._room: dict[asyncio.Future, asyncio.AbstractEventLoop] = {}  # sends waiting for room
         self._producer._s.on_auth_failure.append(self._fail_pending)
         self._producer._s.on_deliveries.append(self._on_deliveries)
+        self._work = EventWork(self._producer)
 
     @property
     def producer(self) -> _producer.Producer:
@@ -100,12 +114,13 @@ class Producer:
         p = self._producer
         if p._client.auth_failure is not None or (
                 partition is None and p._balancers.may_look_up(topic)):
-            # a short metadata request (checking the failure) or a first partition count
-            fut = self._pending_future(loop, topic)
-            await self._in_thread_send(fut, functools.partial(
-                p.send, topic, partition, payloads, timeout=timeout,
-                on_delivery=self._settler(loop, fut)))
-            return await fut
+            p._check_open()
+            check_topic_name(topic)
+            # the probe of the failure (a short metadata request) or a first partition
+            # count: on the event thread, then the send goes on here without waiting
+            await self._work.call(functools.partial(self._prepare, topic, partition),
+                                  10.0 if timeout is None else timeout_seconds(timeout),
+                                  f"send to {topic!r}")
         if p.on_queue_full != "block":
             fut = self._pending_future(loop, topic)
             try:
@@ -167,12 +182,16 @@ class Producer:
             settle(loop, fut, Delivery(delivered, failures))
         return on_delivery
 
-    async def _in_thread_send(self, fut: asyncio.Future, send: Any) -> None:
-        try:
-            await in_thread(send, name="rdk-aio-send")
-        except BaseException:
-            self._forget(fut)
-            raise
+    def _prepare(self, topic: str, partition: int | None, step: float) -> None:
+        """On the event thread, before a send: a reported authentication failure checked
+        (raised if no broker answers), the topic's partition count looked up if its
+        balancer needs one (``step``: seconds this attempt may take)."""
+        p = self._producer
+        failure = p._closer.auth_failed(f"send to {topic!r}")
+        if failure is not None:
+            raise failure
+        if partition is None and p._balancers.may_look_up(topic):
+            p._balancers.choose(p._client, topic, True, step)
 
     def _room_future(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
         fut: asyncio.Future = loop.create_future()
@@ -197,6 +216,12 @@ class Producer:
         """Wait up to ``timeout`` for every enqueued message to settle (``rdk.Producer.flush``):
         returns a ``FlushResult``, the messages not delivered (``.queued`` + ``.failed``).
 
+        A future the producer's event thread settles once nothing is outstanding; while it
+        waits, librdkafka sends lingering messages at once (as ``rdk.Producer.flush``). A
+        cancelled flush takes nothing: the failures it would have counted go to the next.
+        An authentication failure ends it as ``rdk.Producer.flush`` does (at the timeout, one
+        librdkafka reported is raised without a new probe).
+
         Args:
             timeout: Seconds to wait.
 
@@ -209,13 +234,14 @@ class Producer:
             TypeError: ``timeout`` is not a number.
             ValueError: ``timeout`` is negative or nan.
         """
-        return await in_thread(self._producer.flush, timeout, name="rdk-aio-flush")
+        self._producer._check_open()
+        return await self._work.flush(timeout_seconds(timeout))
 
     async def partition_count(self, topic: str, timeout: float = 10.0) -> int:
         """Number of partitions of ``topic`` (KafkaError UNKNOWN_TOPIC_OR_PART if missing).
 
         Args:
-            topic: The topic to look up (on a thread of rdk's, not the event loop).
+            topic: The topic to look up (by the producer's event thread).
             timeout: Seconds the metadata request may take.
 
         Returns:
@@ -227,12 +253,21 @@ class Producer:
             TypeError: ``topic`` is not a str, or ``timeout`` not a number.
             ValueError: An illegal topic name, a negative ``timeout``.
         """
-        return await in_thread(self._producer.partition_count, topic, timeout,
-                               name="rdk-aio-partition-count")
+        p = self._producer
+        p._check_open()
+        check_topic_name(topic)
+        client = p._client
+        return int(await self._work.call(functools.partial(client.partition_count, topic),
+                                         timeout_seconds(timeout), f"metadata for {topic!r}"))
 
     async def stop(self, timeout: float = 15.0) -> FlushResult:
         """Drain and close (``rdk.Producer.stop``); returns a ``FlushResult``, the messages not
         delivered (``.queued`` + ``.failed``; 0: all delivered).
+
+        The stop runs on the producer's event thread, stepped after every poll in
+        ``rdk.Producer.stop``'s order; its last step frees the librdkafka handle there
+        (``rd_kafka_destroy``, the one call that may block, joins librdkafka's own threads)
+        and the event thread ends. Cancelling the await does not cancel the stop.
 
         Args:
             timeout: Seconds to wait in all.
@@ -244,8 +279,11 @@ class Producer:
             TypeError: ``timeout`` is not a number.
             ValueError: ``timeout`` is negative or nan.
         """
+        timeout = timeout_seconds(timeout)
         try:
-            return await in_thread(self._producer.stop, timeout, name="rdk-aio-stop")
+            if self._producer._client.in_child:  # returns at once, touching nothing
+                return self._producer.stop(timeout)
+            return await self._work.stop(timeout)
         finally:
             self._on_deliveries()  # a send waiting for room sees the stop (ClosedError)
 

@@ -3,14 +3,15 @@ file descriptor the share thread signals (as rdk.aio.Consumer)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from .. import share as _share
-from .._asyncio_bridge import Waker, in_thread
+from .._asyncio_bridge import Waker
 from ..message import Message
 from ..validate import check_timeout
-from ._consumer import Batches
+from ._consumer import Batches, start_on_own_thread, stop_and_wait
 
 __all__ = ["ShareBatch", "ShareConsumer"]
 
@@ -97,7 +98,9 @@ class ShareConsumer:
     ```
 
     Waiting for a batch holds no thread (a file descriptor the share thread signals); the
-    start and the stop (acknowledgements committed, group left) run on a thread of rdk's.
+    start runs on the thread that then becomes its share thread; the stop's work
+    (acknowledgements committed, group left, handle closed) runs on the share thread after
+    its last poll.
     A batch's messages not settled are accepted by ``await batch.commit()`` or when the
     next batch is asked for; ``stop()`` releases a batch not ended yet.
 
@@ -121,6 +124,7 @@ class ShareConsumer:
         self._waker = Waker()
         self._consumer._wakers.append(self._waker.wake)
         self._prev: _share.ShareBatch | None = None
+        self._stopped: concurrent.futures.Future[None] | None = None  # set by the stop's work
 
     @property
     def consumer(self) -> _share.ShareConsumer:
@@ -148,8 +152,9 @@ class ShareConsumer:
 
     async def _next(self, timeout: float | None) -> ShareBatch | None:
         c = self._consumer
-        if c._state == "new":  # joins the group: on a thread of rdk's
-            await in_thread(c._begin_iteration, None, name=f"rdk-aio-share-start-{c.group_id}")
+        if c._state == "new":  # joins the group on the thread that then polls (share thread)
+            await start_on_own_thread(c, f"rdk-share-{c.group_id}", lambda: (
+                c._worker.run if c._worker is not None else None))
         elif c._state in ("stopping", "closed") and c._mode == "iterator":
             return None
         else:
@@ -164,8 +169,9 @@ class ShareConsumer:
         return ShareBatch(batch)
 
     async def stop(self, timeout: float = 30.0) -> None:
-        """[rdk.ShareConsumer.stop][] on a thread of rdk's: the batch in hand is ended, the
-        acknowledgements committed and the group left.
+        """[rdk.ShareConsumer.stop][] done by the share thread after its last poll (a future
+        it settles; cancelling the await does not cancel the stop): the batch in hand is
+        ended, the acknowledgements committed and the group left.
 
         Args:
             timeout: Seconds the stop may take in all.
@@ -175,10 +181,8 @@ class ShareConsumer:
             ValueError: ``timeout`` is nan or below zero.
         """
         c = self._consumer
-        if c._state == "new":
-            c.stop(timeout)
-        else:
-            await in_thread(c.stop, timeout, name=f"rdk-aio-share-stop-{c.group_id}")
+        self._stopped = await stop_and_wait(c, timeout, self._stopped, lambda: (
+            c._worker.after_loop if c._worker is not None else None))
         if self._waker.wake in c._wakers:
             c._wakers.remove(self._waker.wake)
         self._waker.close()

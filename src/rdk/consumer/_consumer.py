@@ -243,7 +243,7 @@ class Consumer(Lifecycle):
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         return self._open("callback")
 
-    def _open(self, mode: str) -> list[Any]:
+    def _open(self, mode: str, here: bool = False) -> list[Any]:
         with self._state_lock:
             self._check_openable()
             if mode == "callback":
@@ -266,7 +266,7 @@ class Consumer(Lifecycle):
                     loop=self._loop_thread, stopping=self._stop_event, running=self._running,
                     logger=self.logger, abandon=self._progress.abandon, fail=self._fail,
                     topic=self.topic)
-            self._threads.start(pipeline, delivery)
+            self._threads.start(pipeline, delivery, here)  # here: rdk.aio's start
             return self._assignment.result()
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from .._binding import ERROR_CODES, Client, ffi, lib
 from .._binding.fetch import Fetcher
 from .._binding.partitions import PARTITION_EOF, batch_errors, error_text
+from .._lifecycle import AfterLoop
 from ..errors import KafkaError
 from ._batch import Batch, Parts, build_messages
 
@@ -167,6 +168,7 @@ class FetchPipeline:
         self.fetch_thread: threading.Thread | None = None
         self._queue: queue.Queue[Filled] = queue.Queue()
         self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
+        self.after_loop = AfterLoop()  # rdk.aio's stop runs on the fetch thread after its loop
         self._seq = 0  # number of the current (or next) fetch call
         self._fences: dict[tuple[str, int], int] = {}  # (topic, partition) -> first fetch number kept
         self._fence_lock = threading.Lock()
@@ -242,9 +244,24 @@ class FetchPipeline:
             yield
 
     # ---- the fetch thread --------------------------------------------------------------
-    def start_thread(self, name: str) -> None:
-        self.fetch_thread = threading.Thread(target=self._fetch_loop, name=name, daemon=True)
+    def start_thread(self, name: str, here: bool = False) -> None:
+        """Start the fetch thread; ``here``: the calling thread is it, and calls
+        :meth:`run_fetch` next (rdk.aio's start runs on the thread that then fetches)."""
+        if here:
+            self.fetch_thread = threading.current_thread()
+            return
+        self.fetch_thread = threading.Thread(target=self._fetch_thread, name=name, daemon=True)
         self.fetch_thread.start()
+
+    def run_fetch(self) -> None:
+        """The fetch thread's work, on the thread ``start_thread(here=True)`` adopted."""
+        self._fetch_thread()
+
+    def _fetch_thread(self) -> None:
+        try:
+            self._fetch_loop()
+        finally:
+            self.after_loop.loop_ended()
 
     @property
     def fetching(self) -> bool:
@@ -431,8 +448,8 @@ class FetchPipeline:
     def close(self) -> bool:
         """Free the buffers and the fetcher, unless the fetch thread is still running (then
         nothing is freed, and the client must stay open). Returns whether it closed."""
-        if self.fetching:
-            return False
+        if self.fetching and threading.current_thread() is not self.fetch_thread:
+            return False  # (on the fetch thread itself its loop has ended: rdk.aio's stop)
         self._pool.free()
         if self._fetcher is not None:
             self._fetcher.close()

@@ -39,12 +39,18 @@ class ThreadSet:
         self.pipeline: FetchPipeline | None = None
         self.delivery: DeliveryThread | None = None
 
-    def start(self, pipeline: FetchPipeline, delivery: DeliveryThread | None) -> None:
+    def start(self, pipeline: FetchPipeline, delivery: DeliveryThread | None,
+              here: bool = False) -> None:
+        """``here``: the calling thread is the fetch thread (see FetchPipeline.start_thread)."""
         self.pipeline, self.delivery = pipeline, delivery
-        pipeline.start_thread(f"rdk-fetch-{self.topic}")
+        pipeline.start_thread(self.fetch_thread_name, here)
         if delivery is not None:
             self.progress.release = delivery.release
             delivery.start(f"rdk-deliver-{self.topic}")
+
+    @property
+    def fetch_thread_name(self) -> str:
+        return f"rdk-fetch-{self.topic}"
 
     def fetch_and_delivery(self) -> list[threading.Thread]:
         """The fetch and delivery threads, in the order they stop."""

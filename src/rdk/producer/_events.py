@@ -37,6 +37,8 @@ class EventHandlers:
             return
         self._s.balancers.run_lookups(client)
         self._s.ledger.serve_pending()
+        for step in self._s.on_poll:  # last: rdk.aio's stop may close the client here
+            step()
 
     def _on_stats(self, stats: dict) -> None:
         p = self._s

@@ -31,6 +31,7 @@ class ProducerState:
         self.fatal: KafkaError | None = None
         self.on_auth_failure: list[Callable[[KafkaError], None]] = []  # rdk.aio's pending sends
         self.on_deliveries: list[Callable[[], None]] = []  # rdk.aio's waits for room
+        self.on_poll: list[Callable[[], None]] = []  # rdk.aio's flush, stop and lookups
         self.client: Any = None  # the Client, once made (its event thread may poll before)
         self.rk: Any = None
 

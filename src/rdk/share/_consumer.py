@@ -150,7 +150,9 @@ class ShareConsumer(Lifecycle):
             raise TypeError("start() needs receive_callback; or iterate consumer.batches()")
         self._open("callback")
 
-    def _open(self, mode: str) -> None:
+    def _open(self, mode: str, here: bool = False) -> None:
+        """Start in ``mode``; ``here``: the calling thread is the share thread and calls
+        ``self._worker.run()`` next (rdk.aio's start)."""
         with self._state_lock:
             self._check_openable()
             if mode == "callback":
@@ -167,6 +169,9 @@ class ShareConsumer(Lifecycle):
                                                self._config.logger)
             self._worker = worker
             self._mark_running(mode)
+            if here:
+                self._thread = worker.adopt_thread(rkshare)
+                return
             self._thread = worker.new_thread(rkshare, f"rdk-share-{self.group_id}")
             self._thread.start()
 
@@ -197,7 +202,7 @@ class ShareConsumer(Lifecycle):
         if self._worker is not None:
             self._worker.deadline = deadline
         thread = self._thread
-        if thread is not None:
+        if thread is not None and thread is not threading.current_thread():  # (rdk.aio: on it)
             # keep a share of the time for committing acknowledgements and leaving the group
             thread.join(max(0.0, deadline - min(5.0, timeout * 0.3) - time.monotonic()))
             if thread.is_alive():

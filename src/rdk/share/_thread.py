@@ -24,6 +24,7 @@ from typing import Any
 from .. import _binding
 from .._binding import ffi
 from .._binding import share as _share
+from .._lifecycle import AfterLoop
 from .._loop_thread import LoopThread
 from ..errors import KafkaError
 from ._messages import ACCEPT, ACK_NAMES, RELEASE, ShareBatch, ShareStats, build_messages
@@ -86,6 +87,7 @@ class ShareThread:
         self.repeats = _binding.RepeatLimiter()
         self.rkshare: Any = None
         self.thread: threading.Thread | None = None
+        self.after_loop = AfterLoop()
 
     def new_thread(self, rkshare: Any, name: str) -> threading.Thread:
         """The share thread on ``rkshare`` (closed by the thread when it ends), not started
@@ -93,6 +95,16 @@ class ShareThread:
         self.rkshare = rkshare
         self.thread = threading.Thread(target=self._run, daemon=True, name=name)
         return self.thread
+
+    def adopt_thread(self, rkshare: Any) -> threading.Thread:
+        """The calling thread is the share thread on ``rkshare``: it calls :meth:`run` next."""
+        self.rkshare = rkshare
+        self.thread = threading.current_thread()
+        return self.thread
+
+    def run(self) -> None:
+        """The share thread's work, on the thread ``adopt_thread`` took."""
+        self._run()
 
     def _run(self) -> None:
         rkshare = self.rkshare
@@ -117,6 +129,7 @@ class ShareThread:
         finally:
             _share.free_batch(cbatch)
             self._close_handle(rkshare)
+            self.after_loop.loop_ended()  # rdk.aio's stop finishes here
 
     def _one_batch(self, rkshare: Any, cbatch: Any) -> None:
         if cbatch.n_errors:
