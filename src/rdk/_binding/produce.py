@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..validate import check_timeout
 from . import ffi, lib
+
+PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
+"""rd_kafka_purge's flags for "everything, queued and in flight, without waiting"."""
+# the longest wait librdkafka takes (int32 milliseconds, ~24.8 days): larger timeouts,
+# inf included, wait this long, i.e. without a practical limit
+MAX_TIMEOUT = 0x7FFFFFFF / 1000
+
+
+def timeout_seconds(value: Any, name: str = "timeout") -> float:
+    """A timeout in seconds (>= 0, not nan); beyond MAX_TIMEOUT (inf too) means MAX_TIMEOUT."""
+    return min(check_timeout(value, name), MAX_TIMEOUT)
 
 BALANCE_ROUND_ROBIN = lib.RDK_BALANCE_ROUND_ROBIN
 BALANCE_LEAST_BYTES = lib.RDK_BALANCE_LEAST_BYTES

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 from .. import _exit
 from .._asyncio_bridge import settle
 from .._binding import ERROR_CODES, lib
+from .._binding.produce import PURGE_ALL
 from ..errors import ClosedError, KafkaError
 from ..producer import FlushResult
-from ..producer._config import PURGE_ALL
 
 if TYPE_CHECKING:
     from .. import producer as _producer

@@ -18,9 +18,9 @@ from typing import Any
 
 from .. import producer as _producer
 from .._asyncio_bridge import settle
+from .._binding.produce import timeout_seconds
 from ..errors import KafkaError, QueueFullError
 from ..producer import Delivery, FlushResult
-from ..producer._config import timeout_seconds
 from ..validate import check_topic_name
 from ._event_work import EventWork
 

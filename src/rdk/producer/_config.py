@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import _binding
 from .._binding import lib
+from .._binding.produce import MAX_TIMEOUT, PURGE_ALL, timeout_seconds  # noqa: F401 (the producer's modules take them from here)
 from ..errors import ConfigError
 from ..validate import (
     check_bootstrap_rule,
@@ -18,7 +19,6 @@ from ..validate import (
     check_int,
     check_number,
     check_options,
-    check_timeout,
 )
 from ._balancers import BALANCERS, topic_properties
 
@@ -26,18 +26,9 @@ QUEUE_FULL_POLICIES = ("drop", "block", "raise")
 
 UA = lib.RD_KAFKA_PARTITION_UA
 AUTH_PROBE = 0.5  # seconds: a drain notices an authentication failure this soon
-PURGE_ALL = lib.RD_KAFKA_PURGE_F_QUEUE | lib.RD_KAFKA_PURGE_F_INFLIGHT | lib.RD_KAFKA_PURGE_F_NON_BLOCKING
 INT32_MAX = 0x7FFFFFFF
 ERR_STATE = _binding.ERROR_CODES["_STATE"]
 ERR_NOT_CONFIGURED = _binding.ERROR_CODES["_NOT_CONFIGURED"]
-# the longest wait librdkafka takes (int32 milliseconds, ~24.8 days): larger timeouts,
-# inf included, wait this long, i.e. without a practical limit
-MAX_TIMEOUT = INT32_MAX / 1000
-
-
-def timeout_seconds(value: Any, name: str = "timeout") -> float:
-    """A timeout in seconds (>= 0, not nan); beyond MAX_TIMEOUT (inf too) means MAX_TIMEOUT."""
-    return min(check_timeout(value, name), MAX_TIMEOUT)
 
 
 def _check_transactional_id(value: Any, driver: Mapping[str, Any]) -> str | None:

@@ -209,7 +209,7 @@ def copy_committed(opts: WriteOptions, staging_partitions: int, messages: list,
     from ..transactions import GroupMetadata
     from .planner import OffsetRange
     from .reader import read_range
-    from .writer import _TaskProducer
+    from .writer import TaskProducer
 
     staged = [m for m in messages if isinstance(m, StagedCommitMessage)]
     if not staged:
@@ -240,7 +240,7 @@ def copy_committed(opts: WriteOptions, staging_partitions: int, messages: list,
              "assign": json.dumps({staging: parts}), "includeHeaders": "true"}, streaming=False)
         producer.begin_transaction()
         in_transaction = True
-        out = _TaskProducer(WriteOptions(kafka=opts.kafka, topic=topic), producer)
+        out = TaskProducer(WriteOptions(kafka=opts.kafka, topic=topic), producer)
         got: Counter = Counter()
         keys = pa.array(list(want), pa.binary())
         for p in parts:

@@ -115,7 +115,7 @@ def producer_config(opts: WriteOptions) -> tuple[Hashable, Callable[[], Any]]:
     return key, make
 
 
-class _TaskProducer:
+class TaskProducer:
     """One task's use of a producer: send batches, then wait for every delivery report."""
 
     def __init__(self, opts: WriteOptions, producer: Any) -> None:
@@ -273,7 +273,7 @@ def write_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> Kafk
     # the worker's cached producer (rdk.spark._cache): given back once every row of this task
     # is delivered; a task that fails closes it (what is still queued is purged)
     with PRODUCERS.lease(key, make) as producer:
-        task = _TaskProducer(opts, producer)
+        task = TaskProducer(opts, producer)
         for batch in batches:
             task.send_batch(batch)
         return KafkaCommitMessage(task.finish())
