@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _exit
 from .._asyncio_bridge import settle
-from .._binding import ERROR_CODES, lib
+from .._binding import ERROR_CODES
+from .._binding import produce as _produce
 from .._binding.produce import PURGE_ALL
 from ..errors import ClosedError, KafkaError
 from ..producer import FlushResult
@@ -183,7 +184,7 @@ class EventWork:
             job.phase = "closing"
         s = self._s
         if not s.client.closed:
-            lib.rd_kafka_purge(s.rk, PURGE_ALL)
+            _produce.purge(s.rk, PURGE_ALL)
         with s.cond:
             job.left = s.ledger.queue_length
         log.warning("rdk.aio.Producer.stop(): the producer's event thread is still in a "
@@ -221,7 +222,7 @@ class EventWork:
         with self._s.cond:
             if self._s.ledger.settled():
                 return
-        lib.rd_kafka_flush(self._s.rk, _NUDGE_MS)
+        _produce.flush(self._s.rk, _NUDGE_MS)
 
     def _fail_flushes_on_auth(self) -> None:
         """A reported authentication failure with no broker answering ends the flushes (a
@@ -277,7 +278,7 @@ class EventWork:
             elif now >= job.purge_at or (s.client.auth_failure is not None and self._producer.
                                          _closer.auth_failed("flush") is not None):
                 failure = self._producer._closer.auth_failed("stop()")
-                lib.rd_kafka_purge(s.rk, PURGE_ALL)  # purged messages are reported failed
+                _produce.purge(s.rk, PURGE_ALL)  # purged messages are reported failed
                 if failure is not None:
                     log.error("rdk.Producer.stop(): %d message(s) not delivered: %s", queued,
                               failure)
