@@ -1,0 +1,314 @@
+"""rdk.aio's own logic, fast: the Batch and ShareBatch wrappers, the ``Batches`` iterator,
+coroutine rebalance callbacks (``_on_loop``), the Consumer's and ShareConsumer's argument
+checks and stop before start, and the Producer's pending-send bookkeeping (an
+authentication failure fails every pending send, room waiters are woken, a refused send
+leaves nothing pending) against librdkafka's in-process mock cluster. The end-to-end aio
+paths run in tests/integration/test_aio_*.py (on the mock cluster too)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+import rdk
+from rdk import _binding, aio
+from rdk.aio._consumer import Batches, _on_loop
+from rdk.consumer._batch import Batch as SyncBatch
+from rdk.errors import KafkaError
+from rdk.share._messages import ACCEPT, REJECT, RELEASE
+from rdk.testing import MockCluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with MockCluster(1) as mc:
+        mc.create_topic("aio-unit", 2)
+        yield mc
+
+
+def _message(offset: int) -> rdk.Message:
+    return tuple.__new__(rdk.Message, (b"v%d" % offset, None, None, 5, "t", 1, offset))
+
+
+def test_batch_wraps_an_rdk_batch_and_commits_it():
+    calls: list[tuple] = []
+    ms = [_message(3), _message(4)]
+    inner = SyncBatch(ms, 2, 1, "t", [(1, 3, 4, 2)],
+                      lambda *args: calls.append(args))
+    b = aio.Batch(inner)
+    assert b.messages is ms and b.topic == "t" and b.offsets == {1: (3, 4)}
+    assert (b.repeats, b.misses) == (2, 1) and len(b) == 2 and list(b) == ms
+    assert repr(b) == "<rdk.aio.Batch t 2 messages {1: (3, 4)}>"
+    asyncio.run(b.commit())
+    assert calls == [(inner, True, None, True)]
+
+
+def test_share_batch_wraps_an_rdk_share_batch():
+    ms = [tuple.__new__(rdk.ShareMessage, (b"%d" % i, None, None, None, "t", 0, i, 1))
+          for i in range(4)]
+    inner = rdk.ShareBatch(ms)
+    b = aio.ShareBatch(inner)
+    assert b.messages is ms and len(b) == 4 and list(b) == ms
+    assert repr(b) == "<rdk.aio.ShareBatch 4 messages>"
+    b.accept(ms[0])
+    b.release(ms[1])
+    b.reject(ms[2])
+    with pytest.raises(ValueError, match="already rejected"):
+        b.accept(ms[2])
+    assert not inner._settled.is_set()
+    asyncio.run(b.commit())
+    assert inner._settled.is_set()
+    assert inner._finish(ACCEPT) == bytes([ACCEPT, RELEASE, REJECT, ACCEPT])
+
+
+def test_batches_hands_on_each_batch_with_its_timeout_and_ends_on_none():
+    got: list = []
+    items = ["a", "b", None, "c"]
+
+    async def next_batch(timeout):
+        got.append(timeout)
+        return items.pop(0)
+
+    async def main():
+        it = Batches(next_batch, 2.5)
+        assert it.__aiter__() is it
+        out = [b async for b in it]
+        assert await it.__anext__() == "c"  # the same iterator goes on after an end
+        return out
+
+    assert asyncio.run(main()) == ["a", "b"] and got == [2.5, 2.5, 2.5, 2.5]
+
+
+def test_on_loop_without_a_callback_is_none():
+    assert _on_loop(None, lambda: None) is None
+
+
+def test_on_loop_returns_a_plain_result_and_runs_a_coroutine_on_the_loop():
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        seen: list = []
+        assert _on_loop(lambda parts: ("plain", parts), lambda: loop)([("t", 0)]) == (
+            "plain", [("t", 0)])
+
+        async def on_assign(parts):
+            seen.append((parts, asyncio.get_running_loop() is loop,
+                         threading.current_thread() is thread))
+            return len(parts)
+
+        assert _on_loop(on_assign, lambda: loop)([("t", 0), ("t", 1)]) == 2
+        assert seen == [([("t", 0), ("t", 1)], True, True)]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def test_on_loop_refuses_a_coroutine_without_an_open_loop(recwarn):
+    ran: list = []
+
+    async def on_revoke(parts):
+        ran.append(parts)
+
+    closed = asyncio.new_event_loop()
+    closed.close()
+    for loop in (None, closed):
+        call = _on_loop(on_revoke, lambda loop=loop: loop)
+        with pytest.raises(RuntimeError) as info:
+            call([("t", 0)])
+        assert str(info.value) == ("rdk.aio.Consumer: a coroutine rebalance callback needs the "
+                                   "consumer's event loop, which is closed")
+    assert ran == []
+    import gc
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_on_loop_refuses_another_awaitable_without_a_loop():
+    class Awaitable:
+        def __await__(self):
+            yield from ()
+
+    with pytest.raises(RuntimeError, match="which is closed"):
+        _on_loop(lambda parts: Awaitable(), lambda: None)([])
+
+
+def test_consumer_refuses_receive_callback_and_wraps_rebalance_callbacks(cluster, tmp_path):
+    with pytest.raises(TypeError) as info:
+        aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path, receive_callback=print)
+    assert str(info.value) == ("rdk.aio.Consumer has no receive_callback: iterate it "
+                               "(async for batch in consumer)")
+
+    async def on_assign(parts):
+        return None
+
+    def on_revoke(parts):
+        return "sync"
+
+    c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g",
+                     on_assign=on_assign, on_revoke=on_revoke)
+    try:
+        inner = c.consumer
+        assert isinstance(inner, rdk.Consumer)
+        assert inner._config.on_assign is not on_assign  # wrapped for the loop
+        assert inner._config.on_revoke([("aio-unit", 0)]) == "sync"
+    finally:
+        asyncio.run(c.stop())
+
+
+def test_consumer_batches_checks_its_timeout_and_stop_before_start(cluster, tmp_path):
+    c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
+    assert c._waker.wake in c.consumer._wakers
+    assert c.paused is False and c.error is None
+    assert repr(c) == f"<rdk.aio.Consumer {c.consumer!r}>"
+    with pytest.raises(ValueError, match="timeout"):
+        c.batches(-1)
+    with pytest.raises(TypeError, match="timeout"):
+        c.batches("5")  # type: ignore[arg-type]
+    it = c.batches(2)
+    assert isinstance(it, Batches) and it._timeout == 2.0 and it._next == c._next
+    assert c.batches()._timeout is None and c.__aiter__()._timeout is None
+    with pytest.raises(RuntimeError):
+        c.seek(0, 5)
+
+    async def main():
+        async with c as entered:
+            assert entered is c
+
+    asyncio.run(main())
+    assert c.consumer._state == "closed" and c._waker.wake not in c.consumer._wakers
+
+
+def test_consumer_pause_resume_and_iteration_on_the_mock(cluster, tmp_path):
+    cluster.create_topic("aio-unit-pr", 1)
+    with rdk.Producer(cluster.bootstrap_servers) as p:
+        p.send("aio-unit-pr", 0, [b"a", b"b"])
+        p.flush(10)
+
+    async def main():
+        async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-pr", tmp_path,
+                                start_offset="earliest") as c:
+            first = await c.batches(30).__anext__()
+            c.pause()
+            assert c.paused
+            c.resume()
+            assert not c.paused
+            c.seek(0, 0)
+            await first.commit()
+            return [m.value for m in first], c
+
+    values, c = asyncio.run(main())
+    assert values == [b"a", b"b"]
+    with pytest.raises(rdk.ClosedError):
+        c.pause()
+    with pytest.raises(rdk.ClosedError):
+        c.resume()
+
+
+def test_share_consumer_refuses_receive_callback_and_stops_before_start(cluster):
+    with pytest.raises(TypeError) as info:
+        aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="g",
+                          receive_callback=print)
+    assert str(info.value) == ("rdk.aio.ShareConsumer has no receive_callback: iterate it "
+                               "(async for batch in consumer)")
+    c = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-share")
+    assert isinstance(c.consumer, rdk.ShareConsumer) and c.error is None
+    assert c._waker.wake in c.consumer._wakers
+    assert repr(c) == f"<rdk.aio.ShareConsumer {c.consumer!r}>"
+    with pytest.raises(ValueError, match="timeout"):
+        c.batches(-1)
+    assert c.batches(3)._timeout == 3.0 and c.batches()._timeout is None
+    assert c.__aiter__()._timeout is None and c.batches()._next == c._next
+
+    async def main():
+        async with c as entered:
+            assert entered is c
+
+    asyncio.run(main())
+    assert c._waker.wake not in c.consumer._wakers
+
+
+def test_an_authentication_failure_fails_every_pending_send_naming_its_topic(cluster):
+    async def main():
+        p = aio.Producer(cluster.bootstrap_servers)
+        try:
+            assert p.producer._s.on_auth_failure[-1] == p._fail_pending
+            loop = asyncio.get_running_loop()
+            a = p._pending_future(loop, "orders")
+            b = p._pending_future(loop, "refunds")
+            err = KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "SASL failed")
+            threading.Thread(target=p._fail_pending, args=(err,)).start()
+            results = await asyncio.gather(a, b, return_exceptions=True)
+            assert p._pending == {}
+            return results
+        finally:
+            await p.stop()
+
+    results = asyncio.run(main())
+    assert [(type(e), e.name, e.context, str(e)) for e in results] == [
+        (KafkaError, "_AUTHENTICATION", topic,
+         f"{topic}: _AUTHENTICATION: SASL failed; the send's messages stay queued (librdkafka "
+         "retries them until message.timeout.ms; stop() fails them at once)")
+        for topic in ("send to 'orders'", "send to 'refunds'")]
+
+
+def test_sends_settle_and_leave_nothing_pending(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1) as p:
+            assert repr(p) == f"<rdk.aio.Producer {p.producer!r}>"
+            assert await p.partition_count("aio-unit") == 2
+            first = await p.send("aio-unit", None, [b"a", b"b"])
+            second = await p.send("aio-unit", 1, [b"c"], timeout=10)
+            with pytest.raises(TypeError):
+                await p.send("aio-unit", 0, [object()])
+            assert p._pending == {} and p._room == {}
+            flushed = await p.flush(10)
+        return first, second, flushed, p
+
+    first, second, flushed, p = asyncio.run(main())
+    assert first == (2, []) and second == (1, []) and flushed == 0
+    with pytest.raises(rdk.ClosedError):
+        p.producer.send("aio-unit", 0, [b"late"])
+
+
+def test_block_policy_sends_in_steps_and_a_refused_send_leaves_nothing_pending(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                on_queue_full="block") as p:
+            assert await p.partition_count("aio-unit") == 2
+            got = await p.send("aio-unit", 0, [b"x"] * 3, timeout=30)
+            nothing = await p.send("aio-unit", 1, [], timeout=None)
+            with pytest.raises(TypeError):
+                await p.send("aio-unit", 0, [object()])
+            assert p._pending == {} and p._room == {}
+            return got, nothing
+
+    got, nothing = asyncio.run(main())
+    assert got == (3, []) and nothing == (0, [])
+
+
+def test_room_waiters_are_woken_by_delivery_reports(cluster):
+    async def main():
+        p = aio.Producer(cluster.bootstrap_servers)
+        try:
+            p._on_deliveries()  # nobody waiting: nothing to do
+            loop = asyncio.get_running_loop()
+            a, b = p._room_future(loop), p._room_future(loop)
+            assert set(p._room) == {a, b}
+            threading.Thread(target=p._on_deliveries).start()
+            await asyncio.wait_for(asyncio.gather(a, b), 30)
+            assert p._room == {}
+            c = p._room_future(loop)
+            p._forget_room(c)
+            p._forget_room(c)
+            assert p._room == {}
+            d = p._pending_future(loop, "t")
+            p._settler(loop, d)(4, [])
+            assert await d == (4, []) and p._pending == {}
+        finally:
+            await p.stop()
+
+    asyncio.run(main())
