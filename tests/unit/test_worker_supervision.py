@@ -176,15 +176,21 @@ def test_a_dead_worker_is_restarted_after_a_doubling_backoff(logs):
     assert pool.failures == []
 
 
-def test_the_restart_limit_stops_the_pool_with_the_cause(logs):
-    pool = Pool(_die_with(5, ("ValueError: broken", False, "run")), max_restarts=2,
-                restart_backoff=0.001)
+def _only_failure(pool: Pool) -> tuple:
+    """Run ``pool`` until it stops itself; its one failure, the message without pids."""
     t = pool.run()
     t.join(60)
     assert not t.is_alive()
     [(message, slot, code, cause, permanent)] = pool.failures
+    return _pid_free(message), slot, code, cause, permanent
+
+
+def test_the_restart_limit_stops_the_pool_with_the_cause(logs):
+    pool = Pool(_die_with(5, ("ValueError: broken", False, "run")), max_restarts=2,
+                restart_backoff=0.001)
+    message, slot, code, cause, permanent = _only_failure(pool)
     assert (slot, code, cause, permanent) == (0, 5, "ValueError: broken", False)
-    assert _pid_free(message) == (
+    assert message == (
         "worker slot 0 (pid N) exited with code 5 (ValueError: broken); it died 3 times in a row "
         "and the restart limit (max_restarts=2) is reached: stopping the pool")
     assert pool._slots[0].restarts == 2
@@ -197,23 +203,18 @@ def test_the_restart_limit_stops_the_pool_with_the_cause(logs):
 
 
 def test_the_restart_limit_without_a_cause(logs):
-    pool = Pool(_die_with(6), max_restarts=0)
-    t = pool.run()
-    t.join(60)
-    [(message, slot, code, cause, permanent)] = pool.failures
+    message, slot, code, cause, permanent = _only_failure(Pool(_die_with(6), max_restarts=0))
     assert (slot, code, cause, permanent) == (0, 6, None, False)
-    assert _pid_free(message) == (
+    assert message == (
         "worker slot 0 (pid N) exited with code 6; it died 1 times in a row and the restart "
         "limit (max_restarts=0) is reached: stopping the pool")
 
 
 def test_a_permanent_start_failure_stops_the_pool_at_once():
     pool = Pool(_die_with(1, ("ConfigError: bad setting", True, "start")), max_restarts=None)
-    t = pool.run()
-    t.join(60)
-    [(message, slot, code, cause, permanent)] = pool.failures
+    message, slot, code, cause, permanent = _only_failure(pool)
     assert (slot, code, cause, permanent) == (0, 1, "ConfigError: bad setting", True)
-    assert _pid_free(message) == (
+    assert message == (
         "worker slot 0 (pid N) exited with code 1: its consumer failed to start with "
         "ConfigError: bad setting; a restart would fail the same way, so the pool stops")
     assert pool._slots[0].restarts == 0
@@ -221,10 +222,7 @@ def test_a_permanent_start_failure_stops_the_pool_at_once():
 
 @pytest.mark.parametrize("cause", [("ConfigError: x", False, "start"), ("E: x", True, "run")])
 def test_a_failure_that_is_not_permanent_at_start_is_restarted(cause):
-    pool = Pool(_die_with(1, cause), max_restarts=0)
-    t = pool.run()
-    t.join(60)
-    [(_message, _slot, _code, got, permanent)] = pool.failures
+    _message, _slot, _code, got, permanent = _only_failure(Pool(_die_with(1, cause), max_restarts=0))
     assert got == cause[0] and permanent is False
 
 
