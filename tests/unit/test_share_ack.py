@@ -374,6 +374,26 @@ def test_repeated_lines_say_how_many_were_held_back(ack, caplog, monkeypatch):
     assert not texts[0].endswith("more like it)")
 
 
+def _run_beside(t: ShareThread, application) -> None:
+    """One batch through ``t`` while ``application`` runs on a thread; a failure of the
+    application stops the share thread (else it would wait for the batch for ever) and
+    fails the test."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            application()
+        except BaseException as e:
+            failed.append(e)
+            t.stop_event.set()
+
+    app = threading.Thread(target=run)
+    app.start()
+    t._one_batch("h", _cbatch([b"a", b"b"], [1, 1]))
+    app.join()
+    assert failed == []
+
+
 def test_iterator_mode_hands_the_batch_over_and_waits_until_it_is_settled(ack):
     handoff: queue.Queue = queue.Queue(maxsize=1)
     t, _ = _thread_for(mode="iterator", handoff=handoff)
@@ -385,10 +405,7 @@ def test_iterator_mode_hands_the_batch_over_and_waits_until_it_is_settled(ack):
         batch.reject(batch.messages[0])
         batch._settled.set()
 
-    app = threading.Thread(target=application)
-    app.start()
-    t._one_batch("h", _cbatch([b"a", b"b"], [1, 1]))
-    app.join()
+    _run_beside(t, application)
     assert ack.calls == [("h", bytes([REJECT, ACCEPT]))]
 
 
@@ -412,10 +429,7 @@ def test_iterator_mode_stop_releases_a_batch_taken_but_not_finished(ack):
         taken.append(batch)
         t.stop_event.set()  # stop() while the application holds the batch
 
-    app = threading.Thread(target=application)
-    app.start()
-    t._one_batch("h", _cbatch([b"a", b"b"], [1, 1]))
-    app.join()
+    _run_beside(t, application)
     assert ack.calls == [("h", bytes([ACCEPT, RELEASE]))]
     with pytest.raises(ValueError, match="already acknowledged"):
         taken[0].accept(taken[0].messages[1])
