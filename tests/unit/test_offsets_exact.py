@@ -767,3 +767,15 @@ def test_a_lock_that_fails_for_another_reason_is_an_offset_file_error(tmp_path, 
         lock_partitions(tmp_path, "t", [4])
     assert str(ei.value) == (f"cannot lock partition 4 in {tmp_path / '.t.lock'}: [Errno {errno.ENOLCK}] "
                              f"{os.strerror(errno.ENOLCK)}")
+
+
+def test_is_locked_names_a_lock_file_that_cannot_be_opened(tmp_path):
+    from rdk.offsets._locks import _lock_file_path
+
+    not_a_directory = tmp_path / "plain-file"
+    not_a_directory.write_bytes(b"")
+    path = _lock_file_path(not_a_directory, "t")
+    with pytest.raises(OffsetFileError) as ei:
+        offsets.is_locked(not_a_directory, "t", 0)
+    assert str(ei.value) == (f"lock file {os.fspath(path)} cannot be opened: "
+                             f"[Errno {errno.ENOTDIR}] Not a directory: {os.fspath(path)!r}")
