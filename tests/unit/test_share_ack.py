@@ -165,7 +165,7 @@ def test_a_raising_callback_releases_its_batch_and_logs_the_count(ack, caplog):
     assert _counts(t)["accepted"] == 1 and _counts(t)["released"] == 2
     assert failures == []
     [rec] = [r for r in caplog.records if r.name == LOGGER]
-    assert rec.levelno == logging.ERROR and rec.exc_info is not None
+    assert rec.levelno == logging.ERROR and rec.exc_info[0] is RuntimeError
     assert rec.getMessage() == ("share consumer of group g1: receive_callback raised; "
                                 "releasing its 3 message(s) for redelivery")
 
@@ -181,7 +181,7 @@ def test_system_exit_in_the_callback_releases_the_batch_and_fails_the_consumer(a
     assert [(e.name, str(e)) for e in failures] == [
         ("_FAIL", "_FAIL: receive_callback raised SystemExit")]
     [rec] = [r for r in caplog.records if r.name == LOGGER]
-    assert rec.levelno == logging.ERROR and rec.exc_info is not None
+    assert rec.levelno == logging.ERROR and rec.exc_info[0] is SystemExit
     assert rec.getMessage() == ("share consumer of group g1: receive_callback raised "
                                 "SystemExit; releasing its batch and stopping")
 
@@ -236,7 +236,7 @@ def test_an_awaitable_that_cannot_be_submitted_releases_the_batch(ack, caplog):
     t._one_batch("h", _cbatch([b"a"], [1]))
     assert ack.calls == [("h", bytes([RELEASE]))]
     [rec] = [r for r in caplog.records if r.name == LOGGER]
-    assert rec.levelno == logging.ERROR and rec.exc_info is not None
+    assert rec.levelno == logging.ERROR and rec.exc_info[0] is RuntimeError
     assert rec.getMessage() == ("share consumer of group g1: cannot run the awaitable "
                                 "receive_callback returned")
 
@@ -497,7 +497,7 @@ def test_serve_collected_keeps_the_last_stats_without_a_callback_and_logs_a_rais
     t2.serve_collected()
     recs = [r for r in caplog.records if r.name == LOGGER]
     assert [r.getMessage() for r in recs] == ["share consumer of group g1: stats_callback raised"] * 2
-    assert all(r.levelno == logging.ERROR and r.exc_info is not None for r in recs)
+    assert all(r.levelno == logging.ERROR and r.exc_info[0] is RuntimeError for r in recs)
     assert t2.counts.last is not None and t2.counts.last.rdkafka == {"n": 2}
 
 
@@ -528,3 +528,111 @@ def test_share_counts_snapshot_is_a_copy():
     assert counts.counts.rdkafka == {"a": 1} and counts.counts.accepted == 3
     assert counts.lock.acquire(blocking=False)
     counts.lock.release()
+
+
+def test_decode_gives_str_values(ack):
+    seen: list = []
+    t, _ = _thread_for(lambda batch: seen.extend(m.value for m in batch))
+    t.decode = "utf-8"
+    t._one_batch("h", _cbatch([b"caf\xc3\xa9", b"\xff"], [1, 1]))
+    assert seen == ["caf\u00e9", "\ufffd"]
+
+
+def test_expired_batches_add_up(ack):
+    t, _ = _thread_for(lambda batch: None, lock_seconds=0.0)
+    for _ in range(3):
+        t._one_batch("h", _cbatch([b"a"], [1]))
+    assert _counts(t)["lock_expired_batches"] == 3 and _counts(t)["accepted"] == 0
+
+
+def test_the_refusal_line_says_how_long_the_callback_took(monkeypatch, caplog):
+    monkeypatch.setattr(_thread, "lib", AckRecorder({0: CODE["_STATE"]}))
+    clock = [107.25, 100.5, 100.0]  # popped from the end: start, callback's end, the line
+    monkeypatch.setattr(_thread, "time", pytypes.SimpleNamespace(monotonic=clock.pop))
+    t, _ = _thread_for(lambda batch: None)
+    caplog.set_level(logging.DEBUG, LOGGER)
+    t._one_batch("h", _cbatch([b"a"], [1]))
+    assert _messages(caplog) == [(logging.WARNING, (
+        "share consumer of group g1: 1 of 1 acknowledgements refused by librdkafka after "
+        f"7.2 s in the callback: {KafkaError(CODE['_STATE'])}"))]
+
+
+def test_different_errors_are_each_logged_once_within_the_interval(monkeypatch, caplog):
+    """The repeat limiter holds back a line like one shown, not lines of other errors."""
+    rec = AckRecorder({0: CODE["_STATE"]})
+    monkeypatch.setattr(_thread, "lib", rec)
+    t, _ = _thread_for(lambda batch: None)
+    caplog.set_level(logging.DEBUG, LOGGER)
+    for first_err in ("_MSG_TIMED_OUT", "_BAD_MSG", "_MSG_TIMED_OUT"):
+        t._one_batch("h", _cbatch([b"a"], [1], n_errors=1, first_err=CODE[first_err]))
+    rec.refuse = {0: CODE["INVALID_RECORD_STATE"]}
+    t._one_batch("h", _cbatch([b"a"], [1]))
+    t.errors += [KafkaError(CODE["_TRANSPORT"], "broker 1 down"),
+                 KafkaError(CODE["_TRANSPORT"], "broker 2 down"),
+                 KafkaError(CODE["_RESOLVE"], "broker 1 down"),
+                 KafkaError(CODE["_TRANSPORT"], "broker 1 down")]
+    t.serve_collected()
+    t.ack_failed("t", 0, 1, CODE["_STATE"])
+    t.ack_failed("t", 1, 1, CODE["_STATE"])
+    t.ack_failed("t", 0, 1, CODE["INVALID_RECORD_STATE"])
+    t.ack_failed("t", 0, 1, CODE["_STATE"])
+    texts = [text for _, text in _messages(caplog)]
+    assert [text.split(": ", 1)[1][:40] for text in texts] == [
+        "1 record(s) with errors, which librdkafk",
+        "1 of 1 acknowledgements refused by librd",  # (_STATE, with the first batch)
+        "1 record(s) with errors, which librdkafk",
+        "1 of 1 acknowledgements refused by librd",  # INVALID_RECORD_STATE: a new error
+        "_TRANSPORT: broker 1 down",
+        "_TRANSPORT: broker 2 down",
+        "_RESOLVE: broker 1 down",
+        "1 acknowledgement(s) of t[0] failed: _ST",
+        "1 acknowledgement(s) of t[1] failed: _ST",
+        "1 acknowledgement(s) of t[0] failed: INV"]
+    assert "(first: _BAD_MSG" in texts[2] and texts[3].endswith("INVALID_RECORD_STATE: Broker: "
+                                                                "The record state is invalid")
+
+
+def test_a_batch_released_by_stop_cannot_be_settled_any_more(ack, monkeypatch):
+    """Once stop() released a batch the application holds, settling it raises, even before
+    the share thread reads its final types."""
+    handoff: queue.Queue = queue.Queue(maxsize=1)
+    t, _ = _thread_for(mode="iterator", handoff=handoff)
+    late: list = []
+
+    class Watched(ShareBatch):
+        def _finish(self, default: int) -> bytes:
+            try:
+                self.accept(self.messages[0])  # the application, too late
+                late.append("accepted")
+            except ValueError as e:
+                late.append(str(e))
+            return super()._finish(default)
+
+    monkeypatch.setattr(_thread, "ShareBatch", Watched)
+
+    def application() -> None:
+        handoff.get(timeout=10)
+        t.stop_event.set()
+
+    _run_beside(t, application)
+    assert ack.calls == [("h", bytes([RELEASE, RELEASE]))]
+    assert len(late) == 1 and late[0].endswith(": this batch is already acknowledged")
+
+
+def test_give_up_while_waiting_for_a_future_releases_the_batch(ack, caplog):
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    t, _ = _thread_for(lambda batch: future)
+    give_up = threading.Timer(0.2, t.give_up.set)
+    give_up.start()
+    safety = threading.Timer(30, future.cancel)  # only a broken wait would need it
+    safety.start()
+    caplog.set_level(logging.DEBUG, LOGGER)
+    try:
+        t._one_batch("h", _cbatch([b"a"], [1]))
+    finally:
+        safety.cancel()
+        give_up.join()
+    assert ack.calls == [("h", bytes([RELEASE]))] and not future.done()
+    assert [text for _, text in _messages(caplog)] == [
+        "share consumer of group g1: the Future/awaitable of a batch of 1 did not finish "
+        "before stop(); released"]
