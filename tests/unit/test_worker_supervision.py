@@ -342,3 +342,41 @@ def test_request_stop_wakes_the_supervisor_and_survives_a_full_pipe():
         pool._request_stop()
     assert pool._stop_requested and not pool._kill_requested
     assert os.read(pool._wake_r, 1) == b"x"
+
+
+def test_the_supervisor_waits_until_the_next_thing_it_must_do(monkeypatch):
+    """``_wait_and_handle``'s timeout: one second at most, the time left of the stop's
+    grace, the next restart due; never below zero."""
+    pool = Pool(_serve_until_term, num_workers=2, stop_timeout=2.0)
+    given: list[float] = []
+
+    def wait(objects, timeout):
+        assert objects == [pool._wake_r]  # no live workers here
+        given.append(timeout)
+        return []
+
+    monkeypatch.setattr(sup, "mpc", pytypes.SimpleNamespace(wait=wait))
+    monkeypatch.setattr(sup, "_KILL_GRACE", 0.5)
+    pool._wait_and_handle(100.0, None)
+    pool._slots[1].next_start = 100.25
+    pool._wait_and_handle(100.0, None)
+    pool._slots[1].next_start = 99.0  # due already
+    pool._wait_and_handle(100.0, None)
+    pool._slots[1].next_start = None
+    pool._wait_and_handle(100.0, 98.0)  # stopping since 98: kill due at 100.5
+    pool._wait_and_handle(100.0, 99.5)  # kill due at 102: one second first
+    pool._wait_and_handle(100.0, 90.0)  # kill overdue
+    assert given == [1.0, 0.25, 0.0, 0.5, 1.0, 0.0]
+
+
+def test_kill_leaves_a_worker_that_exited_alone(logs):
+    pool = Pool(_serve_until_term)
+    slot = pool._slots[0]
+    proc = pool._ctx.Process(target=os._exit, args=(0,))
+    proc.start()
+    proc.join(30)
+    slot.process, slot.pid = proc, proc.pid
+    pool._kill([slot])
+    assert slot.process is None
+    assert [text for _, text in logs()] == [
+        f"worker slot 0 (pid {proc.pid}) exited with code 0 while stopping"]
