@@ -261,7 +261,7 @@ def test_free_closes_each_store_with_close_and_logs_a_failing_one(caplog):
     progress.free(log, store, NoClose(), Failing(), object(), store)
     assert store.closed == 2
     [rec] = [r for r in caplog.records if r.name == LOGGER]
-    assert rec.getMessage() == "offset_store.close() failed" and rec.exc_info is not None
+    assert rec.getMessage() == "offset_store.close() failed" and rec.exc_info[0] is OSError
     assert progress.committer is not None
     progress.committer._thread.join(30)  # close(0) told it to end without waiting
     assert not progress.committer._thread.is_alive()
@@ -400,3 +400,39 @@ def test_topic_stores_route_by_topic(tmp_path):
         ("a", 0): 3, ("a", 2): 6, ("b", 1): 4}
     assert files.read([("b", 1)]) == {("b", 1): 4}
     assert files.flushes == 2 and files.files_written == 3 and files.sync_calls >= 2
+
+
+def test_without_commit_on_error_a_processed_batch_is_still_recorded(closing):
+    progress, store = _progress(commit_on_error=False)
+    closing.append(progress)
+    a = _batch(progress, "orders", (0, 0, 4))
+    b = _batch(progress, "orders", (0, 5, 9))
+    a.commit()
+    progress.settle(b, True, None, False)
+    assert progress.flush(time.monotonic() + 30)
+    assert store.stored == {("orders", 0): 9}
+
+
+def test_abandon_counts_against_the_batch_s_own_topic():
+    trackers = TopicTrackers(True, log)
+    a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
+    trackers.add(a)
+    assert trackers.abandon(a) is True
+    assert trackers.of("a").unsettled == 0 and list(trackers._by_topic) == ["a"]
+    assert trackers.wait_partitions_settled([("a", 0)], 0) and trackers.wait_settled(0)
+
+
+def test_topic_trackers_wait_for_a_settle_from_another_thread():
+    trackers = TopicTrackers(True, log)
+    a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
+    b = Batch([], 0, 0, "b", [(3, 0, 1, 2)])
+    trackers.add(a)
+    trackers.add(b)
+    settles = [threading.Timer(0.2, trackers.settle, (a, True)),
+               threading.Timer(0.2, trackers.settle, (b, True))]
+    settles[0].start()
+    assert trackers.wait_partitions_settled([("a", 0)], 60)
+    settles[1].start()
+    assert trackers.wait_settled(60)
+    for t in settles:
+        t.join()
