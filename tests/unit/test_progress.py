@@ -343,12 +343,18 @@ def test_topic_trackers_route_batches_by_topic_and_sum_what_is_unsettled():
     assert trackers.settle(d, True, None, got.append) == (True, {0: 3}) and got == [{0: 3}]
 
 
-def test_topic_trackers_wait_for_all_topics_or_the_partitions_named():
+def _two_topics(partition_b: int) -> tuple[TopicTrackers, Batch, Batch]:
+    """Trackers holding batch a (topic "a", partition 0) and b (topic "b", ``partition_b``)."""
     trackers = TopicTrackers(True, log)
     a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
-    b = Batch([], 0, 0, "b", [(1, 0, 1, 2)])
+    b = Batch([], 0, 0, "b", [(partition_b, 0, 1, 2)])
     trackers.add(a)
     trackers.add(b)
+    return trackers, a, b
+
+
+def test_topic_trackers_wait_for_all_topics_or_the_partitions_named():
+    trackers, a, b = _two_topics(1)
     assert not trackers.wait_settled(0.01)
     assert not trackers.wait_partitions_settled([("a", 1), ("b", 1)], 0.01)
     assert trackers.wait_partitions_settled([("a", 1), ("b", 0), ("c", 0)], 0)
@@ -423,11 +429,7 @@ def test_abandon_counts_against_the_batch_s_own_topic():
 
 
 def test_topic_trackers_wait_for_a_settle_from_another_thread():
-    trackers = TopicTrackers(True, log)
-    a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
-    b = Batch([], 0, 0, "b", [(3, 0, 1, 2)])
-    trackers.add(a)
-    trackers.add(b)
+    trackers, a, b = _two_topics(3)
     settles = [threading.Timer(0.2, trackers.settle, (a, True)),
                threading.Timer(0.2, trackers.settle, (b, True))]
     settles[0].start()
