@@ -312,3 +312,56 @@ def test_room_waiters_are_woken_by_delivery_reports(cluster):
             await p.stop()
 
     asyncio.run(main())
+
+
+@pytest.fixture
+def thread_names(monkeypatch):
+    """The names of the threads rdk.aio runs its blocking calls on (``in_thread`` spied)."""
+    from rdk.aio import _consumer as aio_consumer
+    from rdk.aio import _producer as aio_producer
+    from rdk.aio import _share as aio_share
+
+    names: list[str] = []
+    real = aio_producer.in_thread
+
+    async def spy(fn, *args, name):
+        names.append(name)
+        return await real(fn, *args, name=name)
+
+    for module in (aio_producer, aio_consumer, aio_share):
+        monkeypatch.setattr(module, "in_thread", spy)
+    return names
+
+
+def test_a_first_send_looks_the_partitions_up_on_a_thread_and_forgets_a_refused_send(
+        cluster, thread_names):
+    cluster.create_topic("aio-unit-first", 3)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                balancer="round_robin") as p:  # (its first send looks up)
+            with pytest.raises(TypeError):
+                await p.send("aio-unit-first", None, [object()])  # the lookup's thread raises
+            assert p._pending == {}
+            got = await p.send("aio-unit-first", None, [b"a", b"b"])
+            assert p._pending == {}
+            assert await p.partition_count("aio-unit-first") == 3
+            assert await p.flush(10) == 0
+            return got
+
+    assert asyncio.run(main()) == (2, [])
+    assert thread_names[-3:] == ["rdk-aio-partition-count", "rdk-aio-flush", "rdk-aio-stop"]
+    assert set(thread_names[:-3]) == {"rdk-aio-send"} and len(thread_names) >= 4
+
+
+def test_consumers_start_and_stop_on_named_threads(cluster, tmp_path, thread_names):
+    cluster.create_topic("aio-unit-names", 1)
+
+    async def main():
+        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit-names", tmp_path)
+        it = c.batches(0.2)
+        assert [b async for b in it] == []
+        await c.stop()
+
+    asyncio.run(main())
+    assert thread_names == ["rdk-aio-start-aio-unit-names", "rdk-aio-stop-aio-unit-names"]
