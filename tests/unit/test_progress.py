@@ -438,3 +438,37 @@ def test_topic_trackers_wait_for_a_settle_from_another_thread():
     assert trackers.wait_settled(60)
     for t in settles:
         t.join()
+
+
+def test_open_builds_the_committer_with_the_consumer_s_pacing(closing):
+    progress, store = _progress()
+    closing.append(progress)
+    committer = progress.committer
+    assert progress.store is store and committer is not None and committer.store is store
+    assert committer._thread.name == "rdk-offsets-orders" and committer.logger is log
+    assert (committer.min_interval, committer.max_cpu_share) == (0.1, 0.05)
+    assert progress.starts([("orders", 0)]) == ({}, {"orders": [0]})
+
+
+def test_with_commit_on_error_a_failed_batch_is_recorded(closing):
+    progress, store = _progress(commit_on_error=True)
+    closing.append(progress)
+    progress.settle(_batch(progress, "orders", (0, 0, 4)), False, None, False)
+    assert progress.flush(time.monotonic() + 30)
+    assert store.stored == {("orders", 0): 4}
+
+
+def test_a_topic_made_meanwhile_by_another_thread_is_not_made_twice():
+    trackers = TopicTrackers(True, log)
+    existing = trackers.of("a")
+
+    class MadeMeanwhile(dict):
+        """The first look (outside the lock) misses: another thread adds it meanwhile."""
+        looks = 0
+
+        def get(self, key, default=None):
+            self.looks += 1
+            return None if self.looks == 1 else super().get(key, default)
+
+    trackers._by_topic = MadeMeanwhile(trackers._by_topic)
+    assert trackers.of("a") is existing
