@@ -33,7 +33,9 @@ def _serve_until_term(index, writer, code=0):
     signal.signal(signal.SIGTERM, lambda *a: got.set())
     writer.send(("started", os.getpid(), [index, index + 10]))
     writer.send(("stats", {"slot": index}))
-    got.wait(60)
+    parent = os.getppid()
+    while not got.wait(0.05) and os.getppid() == parent:
+        pass
     os._exit(code)
 
 
@@ -268,10 +270,14 @@ def test_a_worker_asking_to_stop_stops_the_pool(logs):
 
 
 def _stuck(index, writer):
+    """A worker that ignores SIGTERM; it ends when its parent is gone (a broken kill must
+    not leave it running)."""
+    parent = os.getppid()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     writer.send(("started", os.getpid(), [index]))
-    while True:
-        time.sleep(1)
+    while os.getppid() == parent:
+        time.sleep(0.05)
+    os._exit(0)
 
 
 def test_a_worker_that_ignores_the_stop_is_killed_after_its_grace(logs, monkeypatch):
@@ -321,8 +327,11 @@ def test_a_closed_pipe_is_dropped_and_the_exit_still_reaped():
     def script(index, writer):
         writer.send(("started", os.getpid(), [index]))
         writer.close()
+        parent = os.getppid()
         signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
-        time.sleep(60)
+        while os.getppid() == parent:
+            time.sleep(0.05)
+        os._exit(0)
 
     pool = Pool(script)
     t = pool.run()
