@@ -314,6 +314,9 @@ def test_room_waiters_are_woken_by_delivery_reports(cluster):
     asyncio.run(main())
 
 
+names_calls: list[list] = []  # the spied calls of the running test: [(function name, args)]
+
+
 @pytest.fixture
 def thread_names(monkeypatch):
     """The names of the threads rdk.aio runs its blocking calls on (``in_thread`` spied)."""
@@ -326,7 +329,13 @@ def thread_names(monkeypatch):
 
     async def spy(fn, *args, name):
         names.append(name)
+        calls.append((getattr(fn, "__name__", fn), args))
         return await real(fn, *args, name=name)
+
+    calls: list[tuple] = []
+    spy.calls = calls  # type: ignore[attr-defined]
+    names_calls.clear()
+    names_calls.append(calls)
 
     for module in (aio_producer, aio_consumer, aio_share):
         monkeypatch.setattr(module, "in_thread", spy)
@@ -365,3 +374,107 @@ def test_consumers_start_and_stop_on_named_threads(cluster, tmp_path, thread_nam
 
     asyncio.run(main())
     assert thread_names == ["rdk-aio-start-aio-unit-names", "rdk-aio-stop-aio-unit-names"]
+
+
+def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers) as p:
+            await p.partition_count("aio-unit", 7.5)
+            await p.flush(2.5)
+            await p.stop(3.5)
+        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
+        await c.stop(4.5)  # new: stops at once, no thread
+        await c.stop(5.5)  # stopped: again through a thread
+        s = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g2")
+        await s.stop(6.5)
+        await s.stop(8.5)
+
+    asyncio.run(main())
+    assert list(zip(thread_names, names_calls[0], strict=True)) == [
+        ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 7.5))),
+        ("rdk-aio-flush", ("flush", (2.5,))),
+        ("rdk-aio-stop", ("stop", (3.5,))),
+        ("rdk-aio-stop", ("stop", (15.0,))),  # async with's stop(): its default
+        ("rdk-aio-stop-aio-unit", ("stop", (5.5,))),
+        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (8.5,)))]
+
+
+def test_documented_default_timeouts():
+    import inspect
+
+    def default(fn, name="timeout"):
+        return inspect.signature(fn).parameters[name].default
+
+    assert (default(aio.Producer.flush), default(aio.Producer.partition_count),
+            default(aio.Producer.stop), default(aio.Consumer.stop),
+            default(aio.ShareConsumer.stop)) == (15.0, 10.0, 15.0, 30.0, 30.0)
+
+
+def test_share_consumer_iterators_go_to_its_next():
+    c = aio.ShareConsumer("localhost:1", "aio-unit", group_id="aio-unit-g3")
+    try:
+        assert c.__aiter__()._next == c._next and c.batches(1)._next == c._next
+    finally:
+        asyncio.run(c.stop())
+
+
+def test_a_block_send_that_finds_no_room_in_time_returns_the_rest_as_failures(cluster):
+    """The queue holds 10; the leader is down, so no room comes within the send's timeout:
+    the send ends with what it enqueued and the rest as _QUEUE_FULL failures (it neither
+    raises TimeoutError nor waits on), to the partition given."""
+    cluster.create_topic("aio-unit-room", 2)
+    cluster.partition_set_leader("aio-unit-room", 1, 1)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_messages=10,
+                                queue_buffering_max_ms=1, on_queue_full="block") as p:
+            assert await p.send("aio-unit-room", 1, [b"warm-up"]) == (1, [])
+            cluster.broker_set_down(1)
+            send = asyncio.create_task(
+                p.send("aio-unit-room", 1, [b"%02d" % i for i in range(25)], timeout=0.3))
+            # (this task runs only while send() awaits: the room it waits for, then its
+            # deliveries; so a room waiter seen and then gone means it stopped waiting)
+            while not p._room:
+                assert not send.done()
+                await asyncio.sleep(0.005)
+            waited = 0
+            while p._room and waited < 4000:  # (20 s: only a send that never gives up)
+                await asyncio.sleep(0.005)
+                waited += 1
+            assert not p._room, "the send still waits for room past its timeout"
+            cluster.broker_set_up(1)  # the 10 enqueued are delivered, the send returns
+            return await asyncio.wait_for(send, 60)
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        cluster.broker_set_up(1)
+    assert result.delivered == 10
+    assert [(m.value, m.partition, e.name) for m, e in result.failures] == [
+        (b"%02d" % i, 1, "_QUEUE_FULL") for i in range(10, 25)]
+
+
+def test_a_block_send_without_timeout_waits_for_room_and_fails_by_the_topic_on_auth(cluster):
+    cluster.create_topic("aio-unit-auth", 1)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_messages=5,
+                                queue_buffering_max_ms=1, on_queue_full="block") as p:
+            assert await p.send("aio-unit-auth", 0, [b"warm-up"]) == (1, [])
+            cluster.broker_set_down(1)
+            send = asyncio.create_task(p.send("aio-unit-auth", 0, [b"x"] * 8))
+            while p.producer.send_queue_length < 5 or not p._room:
+                assert not send.done()
+                await asyncio.sleep(0.005)
+            err = KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password")
+            p._fail_pending(err)
+            cluster.broker_set_up(1)
+            with pytest.raises(KafkaError) as info:
+                await asyncio.wait_for(send, 60)
+            return info.value
+
+    try:
+        error = asyncio.run(main())
+    finally:
+        cluster.broker_set_up(1)
+    assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-auth'")
