@@ -354,11 +354,18 @@ def test_a_first_send_looks_the_partitions_up_on_a_thread_and_forgets_a_refused_
             assert p._pending == {}
             got = await p.send("aio-unit-first", None, [b"a", b"b"])
             assert p._pending == {}
+            sent_by_thread = len(thread_names)
+            assert await p.send("aio-unit-first", 2, [b"c", b"d", b"e"]) == (3, [])
+            assert await p.send("aio-unit-first", None, [b"f"]) == (1, [])  # looked up
+            assert len(thread_names) == sent_by_thread  # partition known: no thread
             assert await p.partition_count("aio-unit-first") == 3
             assert await p.flush(10) == 0
             return got
 
     assert asyncio.run(main()) == (2, [])
+    with rdk.Admin(cluster.bootstrap_servers) as admin:
+        ends = [admin.watermarks("aio-unit-first", q)[1] for q in range(3)]
+    assert sum(ends) == 6 and ends[2] >= 3  # c, d, e went to partition 2 (round robin: 2 each)
     assert thread_names[-3:] == ["rdk-aio-partition-count", "rdk-aio-flush", "rdk-aio-stop"]
     assert set(thread_names[:-3]) == {"rdk-aio-send"} and len(thread_names) >= 4
 
@@ -454,16 +461,18 @@ def test_a_block_send_that_finds_no_room_in_time_returns_the_rest_as_failures(cl
         (b"%02d" % i, 1, "_QUEUE_FULL") for i in range(10, 25)]
 
 
-def test_a_block_send_without_timeout_waits_for_room_and_fails_by_the_topic_on_auth(cluster):
-    cluster.create_topic("aio-unit-auth", 1)
+@pytest.mark.parametrize("policy", ["block", "drop"])
+def test_a_send_without_timeout_failed_by_an_auth_failure_names_its_topic(cluster, policy):
+    topic = f"aio-unit-auth-{policy}"
+    cluster.create_topic(topic, 1)
 
     async def main():
         async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_messages=5,
-                                queue_buffering_max_ms=1, on_queue_full="block") as p:
-            assert await p.send("aio-unit-auth", 0, [b"warm-up"]) == (1, [])
+                                queue_buffering_max_ms=1, on_queue_full=policy) as p:
+            assert await p.send(topic, 0, [b"warm-up"]) == (1, [])
             cluster.broker_set_down(1)
-            send = asyncio.create_task(p.send("aio-unit-auth", 0, [b"x"] * 8))
-            while p.producer.send_queue_length < 5 or not p._room:
+            send = asyncio.create_task(p.send(topic, 0, [b"x"] * (8 if policy == "block" else 3)))
+            while p.producer.send_queue_length < 3 or (policy == "block" and not p._room):
                 assert not send.done()
                 await asyncio.sleep(0.005)
             err = KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password")
@@ -477,4 +486,4 @@ def test_a_block_send_without_timeout_waits_for_room_and_fails_by_the_topic_on_a
         error = asyncio.run(main())
     finally:
         cluster.broker_set_up(1)
-    assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-auth'")
+    assert (error.name, error.context) == ("_AUTHENTICATION", f"send to {topic!r}")
