@@ -24,8 +24,12 @@ LOG = "rdk.workers"
 
 
 def _worker(index, num_workers, factory, writer, want_stats, stop_timeout, ppid, group_id):
-    """What the forked child runs in place of worker_main: ``factory`` is the script."""
-    factory(index, writer)
+    """What the forked child runs in place of worker_main: ``factory`` is the script (one
+    marked ``wants_args`` also gets worker_main's other arguments)."""
+    if getattr(factory, "wants_args", False):
+        factory(index, writer, (num_workers, want_stats, stop_timeout, ppid, group_id))
+    else:
+        factory(index, writer)
 
 
 def _serve_until_term(index, writer, code=0):
@@ -292,6 +296,7 @@ def test_a_worker_that_ignores_the_stop_is_killed_after_its_grace(logs, monkeypa
     lines = logs()
     assert (logging.WARNING, f"worker slot 0 (pid {pid}) did not stop in time: killing it") in lines
     assert (logging.WARNING, f"worker slot 0 (pid {pid}) was killed by SIGKILL while stopping") in lines
+    assert not [text for _, text in lines if "supervisor failed" in text]
 
 
 def test_a_stop_with_kill_kills_at_once(logs):
@@ -389,3 +394,83 @@ def test_kill_leaves_a_worker_that_exited_alone(logs):
     assert slot.process is None
     assert [text for _, text in logs()] == [
         f"worker slot 0 (pid {proc.pid}) exited with code 0 while stopping"]
+
+
+def test_a_worker_is_started_with_its_settings_and_a_named_process():
+    def script(index, writer, args):
+        writer.send(("stats", {"args": list(args)}))
+        _serve_until_term(index, writer)
+
+    script.wants_args = True  # type: ignore[attr-defined]
+    pool = Pool(script, num_workers=1, stop_timeout=7.5, group_id="grp")
+    pool.stats_callback = print
+    t = pool.run()
+    assert pool.two_stats.wait(60)
+    slot = pool._slots[0]
+    assert pool.stats[0] == (0, {"args": [1, True, 7.5, os.getpid(), "grp"]})
+    assert slot.process.name == "rdk-worker-0" and slot.stats is None and slot.cause is None
+    pool._request_stop()
+    t.join(60)
+    assert slot.stats is None and slot.partitions is None
+
+
+def test_init_supervision_spawns_and_closes_its_wake_pipe_with_the_pool():
+    import gc
+
+    pool = Supervision()
+    pool._init_supervision(3)
+    assert pool._ctx.get_start_method() == "spawn"
+    assert [s.index for s in pool._slots] == [0, 1, 2] and pool._thread is None
+    assert not pool._stop_requested and not pool._kill_requested and not pool._done.is_set()
+    assert not os.get_blocking(pool._wake_r) and not os.get_blocking(pool._wake_w)
+    with pool._changed:  # the condition is over the pool's lock
+        assert not pool._lock.acquire(blocking=False)
+    fds = (pool._wake_r, pool._wake_w)
+    del pool
+    gc.collect()
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    sup.close_fds(*fds)  # closed already: no error
+
+
+def test_the_wake_byte_is_read_so_the_next_wait_sleeps():
+    pool = Pool(_serve_until_term)
+    pool._request_stop()
+    pool._wait_and_handle(time.monotonic(), None)
+    with pytest.raises(BlockingIOError):
+        os.read(pool._wake_r, 1)
+
+
+def test_a_worker_dying_after_a_stop_request_is_not_restarted(logs):
+    pool = Pool(_serve_until_term)
+    slot = pool._slots[0]
+    proc = pool._ctx.Process(target=os._exit, args=(2,))
+    proc.start()
+    proc.join(30)
+    slot.process, slot.pid, slot.started_at = proc, proc.pid, time.monotonic()
+    pool._stop_requested = True  # asked; the supervising loop has not seen it yet
+    pool._wait_and_handle(time.monotonic(), None)
+    assert slot.process is None and slot.restarts == 0 and slot.next_start is None
+    assert [text for _, text in logs()] == [
+        f"worker slot 0 (pid {proc.pid}) exited with code 2 while stopping"]
+
+
+def test_a_worker_taking_its_time_to_stop_is_given_the_stop_timeout(logs, monkeypatch):
+    monkeypatch.setattr(sup, "_KILL_GRACE", 5.0)
+
+    def slow_stop(index, writer):
+        got = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *a: got.set())
+        writer.send(("started", os.getpid(), [index]))
+        got.wait(60)
+        time.sleep(1.5)  # a graceful stop that takes longer than one supervision wait
+        os._exit(0)
+
+    pool = Pool(slow_stop, stop_timeout=5.0)
+    t = pool.run()
+    pool.wait(lambda: pool._slots[0].partitions is not None)
+    pid = pool._slots[0].pid
+    pool._request_stop()
+    t.join(60)
+    assert (logging.INFO, f"worker slot 0 (pid {pid}) exited with code 0 while stopping") in logs()
