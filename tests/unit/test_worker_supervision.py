@@ -383,13 +383,19 @@ def test_the_supervisor_waits_until_the_next_thing_it_must_do(monkeypatch):
     assert given == [1.0, 0.25, 0.0, 0.5, 1.0, 0.0]
 
 
-def test_kill_leaves_a_worker_that_exited_alone(logs):
+def _slot_with_a_dead_worker(code: int) -> tuple[Pool, Slot, object]:
+    """A pool whose slot 0 holds a worker that exited with ``code`` and was not reaped yet."""
     pool = Pool(_serve_until_term)
     slot = pool._slots[0]
-    proc = pool._ctx.Process(target=os._exit, args=(0,))
+    proc = pool._ctx.Process(target=os._exit, args=(code,))
     proc.start()
     proc.join(30)
-    slot.process, slot.pid = proc, proc.pid
+    slot.process, slot.pid, slot.started_at = proc, proc.pid, time.monotonic()
+    return pool, slot, proc
+
+
+def test_kill_leaves_a_worker_that_exited_alone(logs):
+    pool, slot, proc = _slot_with_a_dead_worker(0)
     pool._kill([slot])
     assert slot.process is None
     assert [text for _, text in logs()] == [
@@ -443,12 +449,7 @@ def test_the_wake_byte_is_read_so_the_next_wait_sleeps():
 
 
 def test_a_worker_dying_after_a_stop_request_is_not_restarted(logs):
-    pool = Pool(_serve_until_term)
-    slot = pool._slots[0]
-    proc = pool._ctx.Process(target=os._exit, args=(2,))
-    proc.start()
-    proc.join(30)
-    slot.process, slot.pid, slot.started_at = proc, proc.pid, time.monotonic()
+    pool, slot, proc = _slot_with_a_dead_worker(2)
     pool._stop_requested = True  # asked; the supervising loop has not seen it yet
     pool._wait_and_handle(time.monotonic(), None)
     assert slot.process is None and slot.restarts == 0 and slot.next_start is None
