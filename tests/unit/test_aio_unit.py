@@ -388,6 +388,8 @@ def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
         async with aio.Producer(cluster.bootstrap_servers) as p:
             await p.partition_count("aio-unit", 7.5)
             await p.flush(2.5)
+            await p.partition_count("aio-unit")
+            await p.flush()
             await p.stop(3.5)
         c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
         await c.stop(4.5)  # new: stops at once, no thread
@@ -395,15 +397,19 @@ def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
         s = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g2")
         await s.stop(6.5)
         await s.stop(8.5)
+        await s.stop()
 
     asyncio.run(main())
     assert list(zip(thread_names, names_calls[0], strict=True)) == [
         ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 7.5))),
         ("rdk-aio-flush", ("flush", (2.5,))),
+        ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 10.0))),  # the defaults
+        ("rdk-aio-flush", ("flush", (15.0,))),
         ("rdk-aio-stop", ("stop", (3.5,))),
         ("rdk-aio-stop", ("stop", (15.0,))),  # async with's stop(): its default
         ("rdk-aio-stop-aio-unit", ("stop", (5.5,))),
-        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (8.5,)))]
+        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (8.5,))),
+        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (30.0,)))]
 
 
 def test_documented_default_timeouts():
@@ -487,3 +493,28 @@ def test_a_send_without_timeout_failed_by_an_auth_failure_names_its_topic(cluste
     finally:
         cluster.broker_set_up(1)
     assert (error.name, error.context) == ("_AUTHENTICATION", f"send to {topic!r}")
+
+
+def test_an_auth_failure_during_a_first_send_s_lookup_names_its_topic(cluster):
+    """A first send with a lookup balancer waits on rdk's thread for the partition count;
+    an authentication failure meanwhile fails it, naming its topic."""
+    cluster.create_topic("aio-unit-lookup", 2)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, balancer="round_robin",
+                                queue_buffering_max_ms=1) as p:
+            cluster.broker_set_down(1)
+            send = asyncio.create_task(p.send("aio-unit-lookup", None, [b"a"], timeout=30))
+            while not p._pending:
+                await asyncio.sleep(0.005)
+            p._fail_pending(KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password"))
+            cluster.broker_set_up(1)
+            with pytest.raises(KafkaError) as info:
+                await asyncio.wait_for(send, 60)
+            return info.value
+
+    try:
+        error = asyncio.run(main())
+    finally:
+        cluster.broker_set_up(1)
+    assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-lookup'")
