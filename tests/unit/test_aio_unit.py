@@ -467,6 +467,23 @@ def test_a_block_send_that_finds_no_room_in_time_returns_the_rest_as_failures(cl
         (b"%02d" % i, 1, "_QUEUE_FULL") for i in range(10, 25)]
 
 
+async def _fail_by_auth(cluster, p, send) -> KafkaError:
+    """Fail ``p``'s pending sends by an authentication failure, bring broker 1 back up:
+    the error ``send`` (a task) raises."""
+    p._fail_pending(KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password"))
+    cluster.broker_set_up(1)
+    with pytest.raises(KafkaError) as info:
+        await asyncio.wait_for(send, 60)
+    return info.value
+
+
+def _auth_error(cluster, main) -> KafkaError:
+    try:
+        return asyncio.run(main())
+    finally:
+        cluster.broker_set_up(1)
+
+
 @pytest.mark.parametrize("policy", ["block", "drop"])
 def test_a_send_without_timeout_failed_by_an_auth_failure_names_its_topic(cluster, policy):
     topic = f"aio-unit-auth-{policy}"
@@ -481,17 +498,9 @@ def test_a_send_without_timeout_failed_by_an_auth_failure_names_its_topic(cluste
             while p.producer.send_queue_length < 3 or (policy == "block" and not p._room):
                 assert not send.done()
                 await asyncio.sleep(0.005)
-            err = KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password")
-            p._fail_pending(err)
-            cluster.broker_set_up(1)
-            with pytest.raises(KafkaError) as info:
-                await asyncio.wait_for(send, 60)
-            return info.value
+            return await _fail_by_auth(cluster, p, send)
 
-    try:
-        error = asyncio.run(main())
-    finally:
-        cluster.broker_set_up(1)
+    error = _auth_error(cluster, main)
     assert (error.name, error.context) == ("_AUTHENTICATION", f"send to {topic!r}")
 
 
@@ -507,14 +516,7 @@ def test_an_auth_failure_during_a_first_send_s_lookup_names_its_topic(cluster):
             send = asyncio.create_task(p.send("aio-unit-lookup", None, [b"a"], timeout=30))
             while not p._pending:
                 await asyncio.sleep(0.005)
-            p._fail_pending(KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password"))
-            cluster.broker_set_up(1)
-            with pytest.raises(KafkaError) as info:
-                await asyncio.wait_for(send, 60)
-            return info.value
+            return await _fail_by_auth(cluster, p, send)
 
-    try:
-        error = asyncio.run(main())
-    finally:
-        cluster.broker_set_up(1)
+    error = _auth_error(cluster, main)
     assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-lookup'")
