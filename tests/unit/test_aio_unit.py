@@ -286,8 +286,12 @@ def test_block_policy_sends_in_steps_and_a_refused_send_leaves_nothing_pending(c
             assert p._pending == {} and p._room == {}
             return got, nothing
 
-    got, nothing = asyncio.run(main())
+    with rdk.Admin(cluster.bootstrap_servers) as admin:
+        before = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+        got, nothing = asyncio.run(main())
+        after = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
     assert got == (3, []) and nothing == (0, [])
+    assert [a - b for a, b in zip(after, before, strict=True)] == [3, 0]  # the partition given
 
 
 def test_room_waiters_are_woken_by_delivery_reports(cluster):
@@ -520,3 +524,34 @@ def test_an_auth_failure_during_a_first_send_s_lookup_names_its_topic(cluster):
 
     error = _auth_error(cluster, main)
     assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-lookup'")
+
+
+def test_a_delivery_report_after_an_auth_failure_is_harmless(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers) as p:
+            loop = asyncio.get_running_loop()
+            fut = p._pending_future(loop, "t")
+            p._fail_pending(KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "x"))
+            p._settler(loop, fut)(1, [])  # the report of a send failed already: no KeyError
+            with pytest.raises(KafkaError):
+                await fut
+            assert p._pending == {}
+
+    asyncio.run(main())
+
+
+def test_a_coroutine_rebalance_callback_on_a_loop_that_does_not_run_gives_up(monkeypatch):
+    from rdk.aio import _consumer as aio_consumer
+
+    monkeypatch.setattr(aio_consumer, "_CALLBACK_TIMEOUT", 0.2)
+    idle = asyncio.new_event_loop()  # open, never run
+
+    async def on_assign(parts):
+        return parts
+
+    try:
+        with pytest.raises(TimeoutError):
+            _on_loop(on_assign, lambda: idle)([("t", 0)])
+        idle.run_until_complete(asyncio.sleep(0.01))  # the callback runs late, then ends
+    finally:
+        idle.close()
