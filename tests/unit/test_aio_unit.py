@@ -398,6 +398,7 @@ def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
         c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
         await c.stop(4.5)  # new: stops at once, no thread
         await c.stop(5.5)  # stopped: again through a thread
+        await c.stop()
         s = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g2")
         await s.stop(6.5)
         await s.stop(8.5)
@@ -412,6 +413,7 @@ def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
         ("rdk-aio-stop", ("stop", (3.5,))),
         ("rdk-aio-stop", ("stop", (15.0,))),  # async with's stop(): its default
         ("rdk-aio-stop-aio-unit", ("stop", (5.5,))),
+        ("rdk-aio-stop-aio-unit", ("stop", (30.0,))),
         ("rdk-aio-share-stop-aio-unit-g2", ("stop", (8.5,))),
         ("rdk-aio-share-stop-aio-unit-g2", ("stop", (30.0,)))]
 
@@ -555,3 +557,26 @@ def test_a_coroutine_rebalance_callback_on_a_loop_that_does_not_run_gives_up(mon
         idle.run_until_complete(asyncio.sleep(0.01))  # the callback runs late, then ends
     finally:
         idle.close()
+
+
+def test_asking_for_the_next_batch_records_the_one_before(cluster, tmp_path):
+    cluster.create_topic("aio-unit-next", 1)
+    with rdk.Producer(cluster.bootstrap_servers) as p:
+        p.send("aio-unit-next", 0, [b"a", b"b"])
+        p.flush(10)
+
+    async def main():
+        async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-next", tmp_path,
+                                start_offset="earliest") as c:
+            it = c.batches(30)
+            first = await it.__anext__()
+            with rdk.Producer(cluster.bootstrap_servers) as p:
+                p.send("aio-unit-next", 0, [b"c"])
+                p.flush(10)
+            second = await it.__anext__()  # asking for it records the first
+            return [m.offset for m in first], [m.offset for m in second]
+
+    first, second = asyncio.run(main())
+    assert first[0] == 0 and second[0] == first[-1] + 1
+    # the first batch is recorded; the second, never committed, is not
+    assert rdk.offsets.FileOffsetStore(tmp_path, "aio-unit-next").read([0]) == {0: first[-1]}
