@@ -182,11 +182,16 @@ def test_consumer_batches_checks_its_timeout_and_stop_before_start(cluster, tmp_
     assert c.consumer._state == "closed" and c._waker.wake not in c.consumer._wakers
 
 
+def _produce(cluster, topic: str, values: list[bytes]) -> None:
+    """``values`` into partition 0 of ``topic`` (made if missing), delivered."""
+    with rdk.Producer(cluster.bootstrap_servers) as p:
+        p.send(topic, 0, values)
+        assert p.flush(10) == 0
+
+
 def test_consumer_pause_resume_and_iteration_on_the_mock(cluster, tmp_path):
     cluster.create_topic("aio-unit-pr", 1)
-    with rdk.Producer(cluster.bootstrap_servers) as p:
-        p.send("aio-unit-pr", 0, [b"a", b"b"])
-        p.flush(10)
+    _produce(cluster, "aio-unit-pr", [b"a", b"b"])
 
     async def main():
         async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-pr", tmp_path,
@@ -561,18 +566,14 @@ def test_a_coroutine_rebalance_callback_on_a_loop_that_does_not_run_gives_up(mon
 
 def test_asking_for_the_next_batch_records_the_one_before(cluster, tmp_path):
     cluster.create_topic("aio-unit-next", 1)
-    with rdk.Producer(cluster.bootstrap_servers) as p:
-        p.send("aio-unit-next", 0, [b"a", b"b"])
-        p.flush(10)
+    _produce(cluster, "aio-unit-next", [b"a", b"b"])
 
     async def main():
         async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-next", tmp_path,
                                 start_offset="earliest") as c:
             it = c.batches(30)
             first = await it.__anext__()
-            with rdk.Producer(cluster.bootstrap_servers) as p:
-                p.send("aio-unit-next", 0, [b"c"])
-                p.flush(10)
+            _produce(cluster, "aio-unit-next", [b"c"])
             second = await it.__anext__()  # asking for it records the first
             return [m.offset for m in first], [m.offset for m in second]
 
