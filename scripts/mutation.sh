@@ -16,7 +16,10 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 JOBS=${MUTMUT_JOBS:-2}
 "$PY" -c "import mutmut" 2>/dev/null || { echo "mutmut is missing: $PY -m pip install mutmut" >&2; exit 2; }
 
-# module name -> "source file (or mutmut glob) | unit tests that cover it"
+# module name -> "source file(s) (or mutmut globs) | unit tests that cover it [| mutant names]"
+# The optional third field limits the run to the mutants of the functions named (mutmut's
+# fnmatch patterns on mutant names, e.g. "rdk.share._thread.xǁShareThreadǁ_one_batch__mutmut_*"):
+# the score then counts only those mutants.
 declare -A MODULES=(
   [slots]="src/rdk/slots.py|tests/unit/test_slots.py tests/unit/test_slots_exact.py"
   [tracker]="src/rdk/consumer/_tracker.py|tests/unit/test_tracker.py"
@@ -27,8 +30,18 @@ declare -A MODULES=(
   [layout]="src/rdk/producer/_layout.py|tests/unit/test_producer_unit.py tests/unit/test_layout_exact.py"
   [accounting]="src/rdk/producer/_accounting.py|tests/unit/test_producer_unit.py tests/unit/test_accounting_exact.py"
   [planner]="src/rdk/spark/planner.py|tests/unit/test_planner_exact.py tests/spark/test_ranges.py"
+  # issue 41: the share consumer's acknowledgements (ShareBatch's settling, the share thread's
+  # delivery, acknowledgement and counts), the consumer's settle path (tracker, progress,
+  # Batch.commit), worker supervision, rdk.aio
+  [share_ack]="src/rdk/share/_messages.py src/rdk/share/_thread.py|tests/unit/test_share_messages.py tests/unit/test_share_ack.py|rdk.share._messages.xǁShareBatchǁ* rdk.share._thread.xǁShareThreadǁ_one_batch__* rdk.share._thread.xǁShareThreadǁ_deliver__* rdk.share._thread.xǁShareThreadǁ_wait_future__* rdk.share._thread.xǁShareThreadǁ_handoff_put__* rdk.share._thread.xǁShareThreadǁack_failed__* rdk.share._thread.xǁShareThreadǁserve_collected__* rdk.share._thread.xǁShareCountsǁ*"
+  [settle]="src/rdk/consumer/_tracker.py src/rdk/consumer/_progress.py src/rdk/consumer/_batch.py|tests/unit/test_tracker.py tests/unit/test_progress.py|rdk.consumer._tracker.* rdk.consumer._progress.xǁProgressǁ* rdk.consumer._progress.xǁTopicTrackersǁ* rdk.consumer._batch.xǁBatchǁcommit__* rdk.consumer._batch.xǁBatchǁ_commit_part__*"
+  [supervision]="src/rdk/_worker_supervision.py|tests/unit/test_worker_supervision.py"
+  # aio: the mock-cluster tests of tests/integration/test_aio_*.py (none needs a broker
+  # process); ShareConsumer._next is left out (share groups need Apache Kafka, which the
+  # integration tests run)
+  [aio]="src/rdk/aio/*|tests/unit/test_aio_unit.py tests/integration/test_aio_waits.py tests/integration/test_aio_producer.py::test_failures_come_back_as_messages_with_their_errors tests/integration/test_aio_producer.py::test_block_policy_waits_for_room_off_the_event_loop tests/integration/test_aio_producer.py::test_block_policy_gives_up_at_timeout_with_the_refused_messages_as_failures tests/integration/test_aio_producer.py::test_cancelled_waiter_does_not_break_the_producer[mock] tests/integration/test_aio_consumer.py::test_a_cancelled_wait_loses_no_batch_and_the_loop_keeps_running tests/integration/test_aio_consumer.py::test_pause_holds_a_waiting_task_and_resume_wakes_it tests/integration/test_aio_consumer.py::test_seek_through_rdk_aio_reads_again_from_the_offset tests/integration/test_aio_consumer.py::test_an_error_that_stops_fetching_is_raised_to_the_waiting_task tests/integration/test_aio_consumer.py::test_group_mode_runs_coroutine_rebalance_callbacks_on_the_loop tests/integration/test_aio_consumer.py::test_receive_callback_is_refused_and_options_are_checked_as_rdk_consumer_does tests/integration/test_aio_consumer.py::test_resume_wakes_a_task_waiting_while_batches_were_buffered|rdk.aio._producer.* rdk.aio._consumer.* rdk.aio._share.xǁShareBatchǁ* rdk.aio._share.xǁShareConsumerǁ__init__* rdk.aio._share.xǁShareConsumerǁconsumer* rdk.aio._share.xǁShareConsumerǁbatches* rdk.aio._share.xǁShareConsumerǁ__aiter__* rdk.aio._share.xǁShareConsumerǁstop* rdk.aio._share.xǁShareConsumerǁerror* rdk.aio._share.xǁShareConsumerǁ__a* rdk.aio._share.xǁShareConsumerǁ__repr__*"
 )
-ORDER=(slots tracker offsets layout accounting planner)
+ORDER=(slots tracker offsets layout accounting planner share_ack settle supervision aio)
 [ $# -gt 0 ] && ORDER=("$@")
 
 RUN=$(mktemp -d /tmp/rdk-mutation.XXXXXX)
@@ -38,7 +51,10 @@ printf '%-12s %-34s %7s %7s %9s %7s %7s\n' module file mutants killed survived o
 for name in "${ORDER[@]}"; do
   spec=${MODULES[$name]:?"unknown module $name (one of: ${!MODULES[*]})"}
   src=${spec%%|*}
-  tests=${spec#*|}
+  rest=${spec#*|}
+  tests=${rest%%|*}
+  names=""
+  [ "$rest" != "$tests" ] && names=${rest#*|}
   dir=$RUN/$name
   mkdir -p "$dir"
   cp -a "$ROOT/src" "$ROOT/tests" "$ROOT/pyproject.toml" "$dir/"
@@ -47,22 +63,26 @@ for name in "${ORDER[@]}"; do
     echo
     echo "[tool.mutmut]"
     echo 'source_paths = ["src/"]'
-    echo "only_mutate = [\"$src\"]"
+    set -f; printf 'only_mutate = ['
+    sep=""; for f in $src; do printf '%s"%s"' "$sep" "$f"; sep=", "; done; set +f
+    echo ']'
     printf 'pytest_add_cli_args_test_selection = ['
     sep=""; for t in $tests; do printf '%s"%s"' "$sep" "$t"; sep=", "; done
     echo ']'
     echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]'
   } >> "$dir/pyproject.toml"
-  (cd "$dir" && "$PY" -m mutmut run --max-children "$JOBS" > run.log 2>&1) || {
+  # shellcheck disable=SC2086  # (the names are fnmatch patterns for mutmut, not for the shell)
+  (cd "$dir" && set -f && "$PY" -m mutmut run --max-children "$JOBS" $names > run.log 2>&1) || {
     echo "$name: mutmut failed, see $dir/run.log" >&2; continue; }
   (cd "$dir" && "$PY" -m mutmut results --all true > results.txt 2>&1) || true
-  "$PY" - "$name" "$src" "$dir/results.txt" <<'PY'
-import collections, re, sys
-name, src, path = sys.argv[1:]
+  "$PY" - "$name" "$src" "$dir/results.txt" "$names" <<'PY'
+import collections, fnmatch, re, sys
+name, src, path, names = sys.argv[1:]
+patterns = names.split()
 status = collections.Counter()
 for line in open(path):
     m = re.match(r"\s*(\S+__mutmut_\d+): (.+)$", line)
-    if m:
+    if m and (not patterns or any(fnmatch.fnmatchcase(m.group(1), p) for p in patterns)):
         status[m.group(2).strip()] += 1
 total = sum(status.values())
 killed = status["killed"] + status["timeout"]

@@ -460,6 +460,53 @@ def test_read_stops_one_byte_past_the_size_limit(tmp_path):
     assert "is larger than 4096 bytes" in str(ei.value)
 
 
+class _ShortReads:
+    """``os`` for rdk.offsets._format with reads of at most 1024 bytes (POSIX allows any
+    short read): counts the bytes each read returned."""
+
+    def __init__(self) -> None:
+        self.got: list[int] = []
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def read(self, fd: int, n: int) -> bytes:
+        data = os.read(fd, min(n, 1024))
+        self.got.append(len(data))
+        return data
+
+
+def test_short_reads_are_joined_and_never_go_past_one_byte_over_the_limit(tmp_path, monkeypatch):
+    from rdk.offsets import _format
+
+    p = tmp_path / "t-0.offset"
+    for body, want in ((b"5" + b" " * (MAX_FILE_BYTES - 2) + b"\n", 5), (b"77\n", 77)):
+        reads = _ShortReads()
+        monkeypatch.setattr(_format, "os", reads)
+        p.write_bytes(body)
+        assert read_offset_file(p) == want
+        assert sum(reads.got) == len(body) and reads.got[-1] == 0
+    for size in (MAX_FILE_BYTES + 1, 10 * MAX_FILE_BYTES):  # (4096 is a multiple of 1024)
+        reads = _ShortReads()
+        monkeypatch.setattr(_format, "os", reads)
+        p.write_bytes(b"5" + b" " * (size - 2) + b"\n")
+        with pytest.raises(OffsetFileError, match="is larger than 4096 bytes"):
+            read_offset_file(p)
+        assert reads.got == [1024, 1024, 1024, 1024, 1]  # one byte past the limit, no more
+
+
+def test_store_read_refuses_a_partition_whose_file_name_is_too_long(tmp_path):
+    store = offsets.FileOffsetStore(tmp_path, "c" * 246)
+    (tmp_path / ("c" * 246 + "-9.offset")).write_bytes(b"3\n")
+    assert store.read([9]) == {9: 3}  # 255 bytes: the longest name
+    with pytest.raises(ValueError) as ei:
+        store.read([9, 10])
+    assert str(ei.value) == (
+        f"offset file name of topic {'c' * 246!r} (246 characters) partition 10 is 256 bytes, more "
+        "than the file system's limit of 255: this partition cannot have an offset file; use "
+        "offset_store= for this topic")
+
+
 def test_a_file_that_is_not_text_is_corrupt_not_a_decoding_crash(tmp_path):
     p = tmp_path / "t-0.offset"
     p.write_bytes(b"\xff\xfe7\n")
@@ -725,3 +772,15 @@ def test_a_lock_that_fails_for_another_reason_is_an_offset_file_error(tmp_path, 
         lock_partitions(tmp_path, "t", [4])
     assert str(ei.value) == (f"cannot lock partition 4 in {tmp_path / '.t.lock'}: [Errno {errno.ENOLCK}] "
                              f"{os.strerror(errno.ENOLCK)}")
+
+
+def test_is_locked_names_a_lock_file_that_cannot_be_opened(tmp_path):
+    from rdk.offsets._locks import _lock_file_path
+
+    not_a_directory = tmp_path / "plain-file"
+    not_a_directory.write_bytes(b"")
+    path = _lock_file_path(not_a_directory, "t")
+    with pytest.raises(OffsetFileError) as ei:
+        offsets.is_locked(not_a_directory, "t", 0)
+    assert str(ei.value) == (f"lock file {os.fspath(path)} cannot be opened: "
+                             f"[Errno {errno.ENOTDIR}] Not a directory: {os.fspath(path)!r}")

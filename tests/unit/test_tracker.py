@@ -235,3 +235,16 @@ def test_without_commit_on_error_out_of_order_batches_before_a_failed_one_are_re
     tracker.add(b)
     assert tracker.settle(b, False) == (True, {})  # behind a
     assert tracker.settle(a, True) == (True, {0: 9})  # a was processed: recorded
+
+
+def test_the_failure_line_names_the_offset_recorded_before_it_in_the_same_settle(caplog):
+    a, b = batch((0, 0, 9)), batch((0, 10, 19))
+    tracker = SettlementTracker(commit_on_error=False, logger=log, topic="orders")
+    tracker.add(a)
+    tracker.add(b)
+    with caplog.at_level(logging.WARNING, logger="test_tracker"):
+        assert tracker.settle(b, False) == (True, {})
+        assert tracker.settle(a, True) == (True, {0: 9})
+    assert [r.getMessage() for r in caplog.records] == [
+        "orders[0]: a batch failed and commit_on_error=False, so no offset after 9 is recorded "
+        "in this run; it is delivered again after a restart"]

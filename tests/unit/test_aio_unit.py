@@ -1,0 +1,583 @@
+"""rdk.aio's own logic, fast: the Batch and ShareBatch wrappers, the ``Batches`` iterator,
+coroutine rebalance callbacks (``_on_loop``), the Consumer's and ShareConsumer's argument
+checks and stop before start, and the Producer's pending-send bookkeeping (an
+authentication failure fails every pending send, room waiters are woken, a refused send
+leaves nothing pending) against librdkafka's in-process mock cluster. The end-to-end aio
+paths run in tests/integration/test_aio_*.py (on the mock cluster too)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+import rdk
+from rdk import _binding, aio
+from rdk.aio._consumer import Batches, _on_loop
+from rdk.consumer._batch import Batch as SyncBatch
+from rdk.errors import KafkaError
+from rdk.share._messages import ACCEPT, REJECT, RELEASE
+from rdk.testing import MockCluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with MockCluster(1) as mc:
+        mc.create_topic("aio-unit", 2)
+        yield mc
+
+
+def _message(offset: int) -> rdk.Message:
+    return tuple.__new__(rdk.Message, (b"v%d" % offset, None, None, 5, "t", 1, offset))
+
+
+def test_batch_wraps_an_rdk_batch_and_commits_it():
+    calls: list[tuple] = []
+    ms = [_message(3), _message(4)]
+    inner = SyncBatch(ms, 2, 1, "t", [(1, 3, 4, 2)],
+                      lambda *args: calls.append(args))
+    b = aio.Batch(inner)
+    assert b.messages is ms and b.topic == "t" and b.offsets == {1: (3, 4)}
+    assert (b.repeats, b.misses) == (2, 1) and len(b) == 2 and list(b) == ms
+    assert repr(b) == "<rdk.aio.Batch t 2 messages {1: (3, 4)}>"
+    asyncio.run(b.commit())
+    assert calls == [(inner, True, None, True)]
+
+
+def test_share_batch_wraps_an_rdk_share_batch():
+    ms = [tuple.__new__(rdk.ShareMessage, (b"%d" % i, None, None, None, "t", 0, i, 1))
+          for i in range(4)]
+    inner = rdk.ShareBatch(ms)
+    b = aio.ShareBatch(inner)
+    assert b.messages is ms and len(b) == 4 and list(b) == ms
+    assert repr(b) == "<rdk.aio.ShareBatch 4 messages>"
+    b.accept(ms[0])
+    b.release(ms[1])
+    b.reject(ms[2])
+    with pytest.raises(ValueError, match="already rejected"):
+        b.accept(ms[2])
+    assert not inner._settled.is_set()
+    asyncio.run(b.commit())
+    assert inner._settled.is_set()
+    assert inner._finish(ACCEPT) == bytes([ACCEPT, RELEASE, REJECT, ACCEPT])
+
+
+def test_batches_hands_on_each_batch_with_its_timeout_and_ends_on_none():
+    got: list = []
+    items = ["a", "b", None, "c"]
+
+    async def next_batch(timeout):
+        got.append(timeout)
+        return items.pop(0)
+
+    async def main():
+        it = Batches(next_batch, 2.5)
+        assert it.__aiter__() is it
+        out = [b async for b in it]
+        assert await it.__anext__() == "c"  # the same iterator goes on after an end
+        return out
+
+    assert asyncio.run(main()) == ["a", "b"] and got == [2.5, 2.5, 2.5, 2.5]
+
+
+def test_on_loop_without_a_callback_is_none():
+    assert _on_loop(None, lambda: None) is None
+
+
+def test_on_loop_returns_a_plain_result_and_runs_a_coroutine_on_the_loop():
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        seen: list = []
+        assert _on_loop(lambda parts: ("plain", parts), lambda: loop)([("t", 0)]) == (
+            "plain", [("t", 0)])
+
+        async def on_assign(parts):
+            seen.append((parts, asyncio.get_running_loop() is loop,
+                         threading.current_thread() is thread))
+            return len(parts)
+
+        assert _on_loop(on_assign, lambda: loop)([("t", 0), ("t", 1)]) == 2
+        assert seen == [([("t", 0), ("t", 1)], True, True)]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def test_on_loop_refuses_a_coroutine_without_an_open_loop(recwarn):
+    ran: list = []
+
+    async def on_revoke(parts):
+        ran.append(parts)
+
+    closed = asyncio.new_event_loop()
+    closed.close()
+    for loop in (None, closed):
+        call = _on_loop(on_revoke, lambda loop=loop: loop)
+        with pytest.raises(RuntimeError) as info:
+            call([("t", 0)])
+        assert str(info.value) == ("rdk.aio.Consumer: a coroutine rebalance callback needs the "
+                                   "consumer's event loop, which is closed")
+    assert ran == []
+    import gc
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_on_loop_refuses_another_awaitable_without_a_loop():
+    class Awaitable:
+        def __await__(self):
+            yield from ()
+
+    with pytest.raises(RuntimeError, match="which is closed"):
+        _on_loop(lambda parts: Awaitable(), lambda: None)([])
+
+
+def test_consumer_refuses_receive_callback_and_wraps_rebalance_callbacks(cluster, tmp_path):
+    with pytest.raises(TypeError) as info:
+        aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path, receive_callback=print)
+    assert str(info.value) == ("rdk.aio.Consumer has no receive_callback: iterate it "
+                               "(async for batch in consumer)")
+
+    async def on_assign(parts):
+        return None
+
+    def on_revoke(parts):
+        return "sync"
+
+    c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g",
+                     on_assign=on_assign, on_revoke=on_revoke)
+    try:
+        inner = c.consumer
+        assert isinstance(inner, rdk.Consumer)
+        assert inner._config.on_assign is not on_assign  # wrapped for the loop
+        assert inner._config.on_revoke([("aio-unit", 0)]) == "sync"
+    finally:
+        asyncio.run(c.stop())
+
+
+def test_consumer_batches_checks_its_timeout_and_stop_before_start(cluster, tmp_path):
+    c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
+    assert c._waker.wake in c.consumer._wakers
+    assert c.paused is False and c.error is None
+    assert repr(c) == f"<rdk.aio.Consumer {c.consumer!r}>"
+    with pytest.raises(ValueError, match="timeout"):
+        c.batches(-1)
+    with pytest.raises(TypeError, match="timeout"):
+        c.batches("5")  # type: ignore[arg-type]
+    it = c.batches(2)
+    assert isinstance(it, Batches) and it._timeout == 2.0 and it._next == c._next
+    assert c.batches()._timeout is None and c.__aiter__()._timeout is None
+    with pytest.raises(RuntimeError):
+        c.seek(0, 5)
+
+    async def main():
+        async with c as entered:
+            assert entered is c
+
+    asyncio.run(main())
+    assert c.consumer._state == "closed" and c._waker.wake not in c.consumer._wakers
+
+
+def _produce(cluster, topic: str, values: list[bytes]) -> None:
+    """``values`` into partition 0 of ``topic`` (made if missing), delivered."""
+    with rdk.Producer(cluster.bootstrap_servers) as p:
+        p.send(topic, 0, values)
+        assert p.flush(10) == 0
+
+
+def test_consumer_pause_resume_and_iteration_on_the_mock(cluster, tmp_path):
+    cluster.create_topic("aio-unit-pr", 1)
+    _produce(cluster, "aio-unit-pr", [b"a", b"b"])
+
+    async def main():
+        async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-pr", tmp_path,
+                                start_offset="earliest") as c:
+            first = await c.batches(30).__anext__()
+            c.pause()
+            assert c.paused
+            c.resume()
+            assert not c.paused
+            c.seek(0, 0)
+            await first.commit()
+            return [m.value for m in first], c
+
+    values, c = asyncio.run(main())
+    assert values == [b"a", b"b"]
+    with pytest.raises(rdk.ClosedError):
+        c.pause()
+    with pytest.raises(rdk.ClosedError):
+        c.resume()
+
+
+def test_share_consumer_refuses_receive_callback_and_stops_before_start(cluster):
+    with pytest.raises(TypeError) as info:
+        aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="g",
+                          receive_callback=print)
+    assert str(info.value) == ("rdk.aio.ShareConsumer has no receive_callback: iterate it "
+                               "(async for batch in consumer)")
+    c = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-share")
+    assert isinstance(c.consumer, rdk.ShareConsumer) and c.error is None
+    assert c._waker.wake in c.consumer._wakers
+    assert repr(c) == f"<rdk.aio.ShareConsumer {c.consumer!r}>"
+    with pytest.raises(ValueError, match="timeout"):
+        c.batches(-1)
+    assert c.batches(3)._timeout == 3.0 and c.batches()._timeout is None
+    assert c.__aiter__()._timeout is None and c.batches()._next == c._next
+
+    async def main():
+        async with c as entered:
+            assert entered is c
+
+    asyncio.run(main())
+    assert c._waker.wake not in c.consumer._wakers
+
+
+def test_an_authentication_failure_fails_every_pending_send_naming_its_topic(cluster):
+    async def main():
+        p = aio.Producer(cluster.bootstrap_servers)
+        try:
+            assert p.producer._s.on_auth_failure[-1] == p._fail_pending
+            loop = asyncio.get_running_loop()
+            a = p._pending_future(loop, "orders")
+            b = p._pending_future(loop, "refunds")
+            err = KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "SASL failed")
+            threading.Thread(target=p._fail_pending, args=(err,)).start()
+            results = await asyncio.gather(a, b, return_exceptions=True)
+            assert p._pending == {}
+            return results
+        finally:
+            await p.stop()
+
+    results = asyncio.run(main())
+    assert [(type(e), e.name, e.context, str(e)) for e in results] == [
+        (KafkaError, "_AUTHENTICATION", topic,
+         f"{topic}: _AUTHENTICATION: SASL failed; the send's messages stay queued (librdkafka "
+         "retries them until message.timeout.ms; stop() fails them at once)")
+        for topic in ("send to 'orders'", "send to 'refunds'")]
+
+
+def test_sends_settle_and_leave_nothing_pending(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1) as p:
+            assert repr(p) == f"<rdk.aio.Producer {p.producer!r}>"
+            assert await p.partition_count("aio-unit") == 2
+            first = await p.send("aio-unit", None, [b"a", b"b"])
+            second = await p.send("aio-unit", 1, [b"c"], timeout=10)
+            with pytest.raises(TypeError):
+                await p.send("aio-unit", 0, [object()])
+            assert p._pending == {} and p._room == {}
+            flushed = await p.flush(10)
+        return first, second, flushed, p
+
+    first, second, flushed, p = asyncio.run(main())
+    assert first == (2, []) and second == (1, []) and flushed == 0
+    with pytest.raises(rdk.ClosedError):
+        p.producer.send("aio-unit", 0, [b"late"])
+
+
+def test_block_policy_sends_in_steps_and_a_refused_send_leaves_nothing_pending(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                on_queue_full="block") as p:
+            assert await p.partition_count("aio-unit") == 2
+            got = await p.send("aio-unit", 0, [b"x"] * 3, timeout=30)
+            nothing = await p.send("aio-unit", 1, [], timeout=None)
+            with pytest.raises(TypeError):
+                await p.send("aio-unit", 0, [object()])
+            assert p._pending == {} and p._room == {}
+            return got, nothing
+
+    with rdk.Admin(cluster.bootstrap_servers) as admin:
+        before = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+        got, nothing = asyncio.run(main())
+        after = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+    assert got == (3, []) and nothing == (0, [])
+    assert [a - b for a, b in zip(after, before, strict=True)] == [3, 0]  # the partition given
+
+
+def test_room_waiters_are_woken_by_delivery_reports(cluster):
+    async def main():
+        p = aio.Producer(cluster.bootstrap_servers)
+        try:
+            p._on_deliveries()  # nobody waiting: nothing to do
+            loop = asyncio.get_running_loop()
+            a, b = p._room_future(loop), p._room_future(loop)
+            assert set(p._room) == {a, b}
+            threading.Thread(target=p._on_deliveries).start()
+            await asyncio.wait_for(asyncio.gather(a, b), 30)
+            assert p._room == {}
+            c = p._room_future(loop)
+            p._forget_room(c)
+            p._forget_room(c)
+            assert p._room == {}
+            d = p._pending_future(loop, "t")
+            p._settler(loop, d)(4, [])
+            assert await d == (4, []) and p._pending == {}
+        finally:
+            await p.stop()
+
+    asyncio.run(main())
+
+
+names_calls: list[list] = []  # the spied calls of the running test: [(function name, args)]
+
+
+@pytest.fixture
+def thread_names(monkeypatch):
+    """The names of the threads rdk.aio runs its blocking calls on (``in_thread`` spied)."""
+    from rdk.aio import _consumer as aio_consumer
+    from rdk.aio import _producer as aio_producer
+    from rdk.aio import _share as aio_share
+
+    names: list[str] = []
+    real = aio_producer.in_thread
+
+    async def spy(fn, *args, name):
+        names.append(name)
+        calls.append((getattr(fn, "__name__", fn), args))
+        return await real(fn, *args, name=name)
+
+    calls: list[tuple] = []
+    spy.calls = calls  # type: ignore[attr-defined]
+    names_calls.clear()
+    names_calls.append(calls)
+
+    for module in (aio_producer, aio_consumer, aio_share):
+        monkeypatch.setattr(module, "in_thread", spy)
+    return names
+
+
+def test_a_first_send_looks_the_partitions_up_on_a_thread_and_forgets_a_refused_send(
+        cluster, thread_names):
+    cluster.create_topic("aio-unit-first", 3)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                balancer="round_robin") as p:  # (its first send looks up)
+            with pytest.raises(TypeError):
+                await p.send("aio-unit-first", None, [object()])  # the lookup's thread raises
+            assert p._pending == {}
+            got = await p.send("aio-unit-first", None, [b"a", b"b"])
+            assert p._pending == {}
+            sent_by_thread = len(thread_names)
+            assert await p.send("aio-unit-first", 2, [b"c", b"d", b"e"]) == (3, [])
+            assert await p.send("aio-unit-first", None, [b"f"]) == (1, [])  # looked up
+            assert len(thread_names) == sent_by_thread  # partition known: no thread
+            assert await p.partition_count("aio-unit-first") == 3
+            assert await p.flush(10) == 0
+            return got
+
+    assert asyncio.run(main()) == (2, [])
+    with rdk.Admin(cluster.bootstrap_servers) as admin:
+        ends = [admin.watermarks("aio-unit-first", q)[1] for q in range(3)]
+    assert sum(ends) == 6 and ends[2] >= 3  # c, d, e went to partition 2 (round robin: 2 each)
+    assert thread_names[-3:] == ["rdk-aio-partition-count", "rdk-aio-flush", "rdk-aio-stop"]
+    assert set(thread_names[:-3]) == {"rdk-aio-send"} and len(thread_names) >= 4
+
+
+def test_consumers_start_and_stop_on_named_threads(cluster, tmp_path, thread_names):
+    cluster.create_topic("aio-unit-names", 1)
+
+    async def main():
+        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit-names", tmp_path)
+        it = c.batches(0.2)
+        assert [b async for b in it] == []
+        await c.stop()
+
+    asyncio.run(main())
+    assert thread_names == ["rdk-aio-start-aio-unit-names", "rdk-aio-stop-aio-unit-names"]
+
+
+def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers) as p:
+            await p.partition_count("aio-unit", 7.5)
+            await p.flush(2.5)
+            await p.partition_count("aio-unit")
+            await p.flush()
+            await p.stop(3.5)
+        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
+        await c.stop(4.5)  # new: stops at once, no thread
+        await c.stop(5.5)  # stopped: again through a thread
+        await c.stop()
+        s = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g2")
+        await s.stop(6.5)
+        await s.stop(8.5)
+        await s.stop()
+
+    asyncio.run(main())
+    assert list(zip(thread_names, names_calls[0], strict=True)) == [
+        ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 7.5))),
+        ("rdk-aio-flush", ("flush", (2.5,))),
+        ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 10.0))),  # the defaults
+        ("rdk-aio-flush", ("flush", (15.0,))),
+        ("rdk-aio-stop", ("stop", (3.5,))),
+        ("rdk-aio-stop", ("stop", (15.0,))),  # async with's stop(): its default
+        ("rdk-aio-stop-aio-unit", ("stop", (5.5,))),
+        ("rdk-aio-stop-aio-unit", ("stop", (30.0,))),
+        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (8.5,))),
+        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (30.0,)))]
+
+
+def test_documented_default_timeouts():
+    import inspect
+
+    def default(fn, name="timeout"):
+        return inspect.signature(fn).parameters[name].default
+
+    assert (default(aio.Producer.flush), default(aio.Producer.partition_count),
+            default(aio.Producer.stop), default(aio.Consumer.stop),
+            default(aio.ShareConsumer.stop)) == (15.0, 10.0, 15.0, 30.0, 30.0)
+
+
+def test_share_consumer_iterators_go_to_its_next():
+    c = aio.ShareConsumer("localhost:1", "aio-unit", group_id="aio-unit-g3")
+    try:
+        assert c.__aiter__()._next == c._next and c.batches(1)._next == c._next
+    finally:
+        asyncio.run(c.stop())
+
+
+def test_a_block_send_that_finds_no_room_in_time_returns_the_rest_as_failures(cluster):
+    """The queue holds 10; the leader is down, so no room comes within the send's timeout:
+    the send ends with what it enqueued and the rest as _QUEUE_FULL failures (it neither
+    raises TimeoutError nor waits on), to the partition given."""
+    cluster.create_topic("aio-unit-room", 2)
+    cluster.partition_set_leader("aio-unit-room", 1, 1)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_messages=10,
+                                queue_buffering_max_ms=1, on_queue_full="block") as p:
+            assert await p.send("aio-unit-room", 1, [b"warm-up"]) == (1, [])
+            cluster.broker_set_down(1)
+            send = asyncio.create_task(
+                p.send("aio-unit-room", 1, [b"%02d" % i for i in range(25)], timeout=0.3))
+            # (this task runs only while send() awaits: the room it waits for, then its
+            # deliveries; so a room waiter seen and then gone means it stopped waiting)
+            while not p._room:
+                assert not send.done()
+                await asyncio.sleep(0.005)
+            waited = 0
+            while p._room and waited < 4000:  # (20 s: only a send that never gives up)
+                await asyncio.sleep(0.005)
+                waited += 1
+            assert not p._room, "the send still waits for room past its timeout"
+            cluster.broker_set_up(1)  # the 10 enqueued are delivered, the send returns
+            return await asyncio.wait_for(send, 60)
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        cluster.broker_set_up(1)
+    assert result.delivered == 10
+    assert [(m.value, m.partition, e.name) for m, e in result.failures] == [
+        (b"%02d" % i, 1, "_QUEUE_FULL") for i in range(10, 25)]
+
+
+async def _fail_by_auth(cluster, p, send) -> KafkaError:
+    """Fail ``p``'s pending sends by an authentication failure, bring broker 1 back up:
+    the error ``send`` (a task) raises."""
+    p._fail_pending(KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "bad password"))
+    cluster.broker_set_up(1)
+    with pytest.raises(KafkaError) as info:
+        await asyncio.wait_for(send, 60)
+    return info.value
+
+
+def _auth_error(cluster, main) -> KafkaError:
+    try:
+        return asyncio.run(main())
+    finally:
+        cluster.broker_set_up(1)
+
+
+@pytest.mark.parametrize("policy", ["block", "drop"])
+def test_a_send_without_timeout_failed_by_an_auth_failure_names_its_topic(cluster, policy):
+    topic = f"aio-unit-auth-{policy}"
+    cluster.create_topic(topic, 1)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_messages=5,
+                                queue_buffering_max_ms=1, on_queue_full=policy) as p:
+            assert await p.send(topic, 0, [b"warm-up"]) == (1, [])
+            cluster.broker_set_down(1)
+            send = asyncio.create_task(p.send(topic, 0, [b"x"] * (8 if policy == "block" else 3)))
+            while p.producer.send_queue_length < 3 or (policy == "block" and not p._room):
+                assert not send.done()
+                await asyncio.sleep(0.005)
+            return await _fail_by_auth(cluster, p, send)
+
+    error = _auth_error(cluster, main)
+    assert (error.name, error.context) == ("_AUTHENTICATION", f"send to {topic!r}")
+
+
+def test_an_auth_failure_during_a_first_send_s_lookup_names_its_topic(cluster):
+    """A first send with a lookup balancer waits on rdk's thread for the partition count;
+    an authentication failure meanwhile fails it, naming its topic."""
+    cluster.create_topic("aio-unit-lookup", 2)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, balancer="round_robin",
+                                queue_buffering_max_ms=1) as p:
+            cluster.broker_set_down(1)
+            send = asyncio.create_task(p.send("aio-unit-lookup", None, [b"a"], timeout=30))
+            while not p._pending:
+                await asyncio.sleep(0.005)
+            return await _fail_by_auth(cluster, p, send)
+
+    error = _auth_error(cluster, main)
+    assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-lookup'")
+
+
+def test_a_delivery_report_after_an_auth_failure_is_harmless(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers) as p:
+            loop = asyncio.get_running_loop()
+            fut = p._pending_future(loop, "t")
+            p._fail_pending(KafkaError(_binding.ERROR_CODES["_AUTHENTICATION"], "x"))
+            p._settler(loop, fut)(1, [])  # the report of a send failed already: no KeyError
+            with pytest.raises(KafkaError):
+                await fut
+            assert p._pending == {}
+
+    asyncio.run(main())
+
+
+def test_a_coroutine_rebalance_callback_on_a_loop_that_does_not_run_gives_up(monkeypatch):
+    from rdk.aio import _consumer as aio_consumer
+
+    monkeypatch.setattr(aio_consumer, "_CALLBACK_TIMEOUT", 0.2)
+    idle = asyncio.new_event_loop()  # open, never run
+
+    async def on_assign(parts):
+        return parts
+
+    try:
+        with pytest.raises(TimeoutError):
+            _on_loop(on_assign, lambda: idle)([("t", 0)])
+        idle.run_until_complete(asyncio.sleep(0.01))  # the callback runs late, then ends
+    finally:
+        idle.close()
+
+
+def test_asking_for_the_next_batch_records_the_one_before(cluster, tmp_path):
+    cluster.create_topic("aio-unit-next", 1)
+    _produce(cluster, "aio-unit-next", [b"a", b"b"])
+
+    async def main():
+        async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-next", tmp_path,
+                                start_offset="earliest") as c:
+            it = c.batches(30)
+            first = await it.__anext__()
+            _produce(cluster, "aio-unit-next", [b"c"])
+            second = await it.__anext__()  # asking for it records the first
+            return [m.offset for m in first], [m.offset for m in second]
+
+    first, second = asyncio.run(main())
+    assert first[0] == 0 and second[0] == first[-1] + 1
+    # the first batch is recorded; the second, never committed, is not
+    assert rdk.offsets.FileOffsetStore(tmp_path, "aio-unit-next").read([0]) == {0: first[-1]}
