@@ -351,78 +351,6 @@ def thread_names(monkeypatch):
     return names
 
 
-def test_a_first_send_looks_the_partitions_up_on_a_thread_and_forgets_a_refused_send(
-        cluster, thread_names):
-    cluster.create_topic("aio-unit-first", 3)
-
-    async def main():
-        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
-                                balancer="round_robin") as p:  # (its first send looks up)
-            with pytest.raises(TypeError):
-                await p.send("aio-unit-first", None, [object()])  # the lookup's thread raises
-            assert p._pending == {}
-            got = await p.send("aio-unit-first", None, [b"a", b"b"])
-            assert p._pending == {}
-            sent_by_thread = len(thread_names)
-            assert await p.send("aio-unit-first", 2, [b"c", b"d", b"e"]) == (3, [])
-            assert await p.send("aio-unit-first", None, [b"f"]) == (1, [])  # looked up
-            assert len(thread_names) == sent_by_thread  # partition known: no thread
-            assert await p.partition_count("aio-unit-first") == 3
-            assert await p.flush(10) == 0
-            return got
-
-    assert asyncio.run(main()) == (2, [])
-    with rdk.Admin(cluster.bootstrap_servers) as admin:
-        ends = [admin.watermarks("aio-unit-first", q)[1] for q in range(3)]
-    assert sum(ends) == 6 and ends[2] >= 3  # c, d, e went to partition 2 (round robin: 2 each)
-    assert thread_names[-3:] == ["rdk-aio-partition-count", "rdk-aio-flush", "rdk-aio-stop"]
-    assert set(thread_names[:-3]) == {"rdk-aio-send"} and len(thread_names) >= 4
-
-
-def test_consumers_start_and_stop_on_named_threads(cluster, tmp_path, thread_names):
-    cluster.create_topic("aio-unit-names", 1)
-
-    async def main():
-        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit-names", tmp_path)
-        it = c.batches(0.2)
-        assert [b async for b in it] == []
-        await c.stop()
-
-    asyncio.run(main())
-    assert thread_names == ["rdk-aio-start-aio-unit-names", "rdk-aio-stop-aio-unit-names"]
-
-
-def test_the_aio_calls_hand_their_arguments_on(cluster, tmp_path, thread_names):
-    async def main():
-        async with aio.Producer(cluster.bootstrap_servers) as p:
-            await p.partition_count("aio-unit", 7.5)
-            await p.flush(2.5)
-            await p.partition_count("aio-unit")
-            await p.flush()
-            await p.stop(3.5)
-        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit", tmp_path)
-        await c.stop(4.5)  # new: stops at once, no thread
-        await c.stop(5.5)  # stopped: again through a thread
-        await c.stop()
-        s = aio.ShareConsumer(cluster.bootstrap_servers, "aio-unit", group_id="aio-unit-g2")
-        await s.stop(6.5)
-        await s.stop(8.5)
-        await s.stop()
-
-    asyncio.run(main())
-    assert list(zip(thread_names, names_calls[0], strict=True)) == [
-        ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 7.5))),
-        ("rdk-aio-flush", ("flush", (2.5,))),
-        ("rdk-aio-partition-count", ("partition_count", ("aio-unit", 10.0))),  # the defaults
-        ("rdk-aio-flush", ("flush", (15.0,))),
-        ("rdk-aio-stop", ("stop", (3.5,))),
-        ("rdk-aio-stop", ("stop", (15.0,))),  # async with's stop(): its default
-        ("rdk-aio-stop-aio-unit", ("stop", (5.5,))),
-        ("rdk-aio-stop-aio-unit", ("stop", (30.0,))),
-        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (8.5,))),
-        ("rdk-aio-share-stop-aio-unit-g2", ("stop", (30.0,)))]
-
-
 def test_documented_default_timeouts():
     import inspect
 
@@ -513,24 +441,6 @@ def test_a_send_without_timeout_failed_by_an_auth_failure_names_its_topic(cluste
 
     error = _auth_error(cluster, main)
     assert (error.name, error.context) == ("_AUTHENTICATION", f"send to {topic!r}")
-
-
-def test_an_auth_failure_during_a_first_send_s_lookup_names_its_topic(cluster):
-    """A first send with a lookup balancer waits on rdk's thread for the partition count;
-    an authentication failure meanwhile fails it, naming its topic."""
-    cluster.create_topic("aio-unit-lookup", 2)
-
-    async def main():
-        async with aio.Producer(cluster.bootstrap_servers, balancer="round_robin",
-                                queue_buffering_max_ms=1) as p:
-            cluster.broker_set_down(1)
-            send = asyncio.create_task(p.send("aio-unit-lookup", None, [b"a"], timeout=30))
-            while not p._pending:
-                await asyncio.sleep(0.005)
-            return await _fail_by_auth(cluster, p, send)
-
-    error = _auth_error(cluster, main)
-    assert (error.name, error.context) == ("_AUTHENTICATION", "send to 'aio-unit-lookup'")
 
 
 def test_a_delivery_report_after_an_auth_failure_is_harmless(cluster):

@@ -94,11 +94,11 @@ def test_batch_commit_records_the_settled_prefix_through_the_committer(closing):
     assert progress.tracker.unsettled == 0
 
 
-def test_commit_part_records_up_to_the_part_only(closing):
+def test_commit_through_records_up_to_the_part_only(closing):
     progress, store = _progress()
     closing.append(progress)
     a = _batch(progress, "orders", (0, 0, 9), (1, 0, 9))
-    a._commit_part({0: 4})
+    a.commit_through({0: 4})
     assert progress.flush(time.monotonic() + 30)
     assert store.stored == {("orders", 0): 4}
 
@@ -106,7 +106,7 @@ def test_commit_part_records_up_to_the_part_only(closing):
 def test_a_batch_without_settle_hook_commits_nothing():
     b = Batch([], 0, 0, "t", [(0, 0, 1, 2)])
     b.commit()
-    b._commit_part({0: 0})
+    b.commit_through({0: 0})
     assert b._entries is None
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from rdk import _binding
 from rdk._binding import ffi
-from rdk.consumer._loop_thread import LoopThread
+from rdk._loop_thread import LoopThread
 from rdk.errors import KafkaError
 from rdk.share import _thread
 from rdk.share._messages import ACCEPT, REJECT, RELEASE, ShareBatch
@@ -66,7 +66,8 @@ def _cbatch(values: list[bytes], delivery_counts: list[int], n_errors: int = 0,
 
 
 class AckRecorder:
-    """Stands in for the C library's ``rdk_share_ack`` (which needs a live share handle):
+    """Stands in for ``_binding.share.acknowledge`` (C's ``rdk_share_ack``, which needs a
+    live share handle):
     records the types, refuses the rows in ``refuse`` ({row: error code})."""
 
     def __init__(self, refuse: dict[int, int] | None = None) -> None:
@@ -87,7 +88,7 @@ class AckRecorder:
 @pytest.fixture
 def ack(monkeypatch: pytest.MonkeyPatch) -> AckRecorder:
     rec = AckRecorder()
-    monkeypatch.setattr(_thread, "lib", rec)
+    monkeypatch.setattr(_thread._share, "acknowledge", rec.rdk_share_ack)
     return rec
 
 
@@ -329,7 +330,7 @@ def test_a_batch_just_within_the_lock_is_counted_as_settled(ack, monkeypatch):
 def test_refused_acknowledgements_are_counted_and_the_first_error_is_named(caplog, monkeypatch):
     refused = CODE["INVALID_RECORD_STATE"]
     rec = AckRecorder({1: refused, 2: CODE["_STATE"]})
-    monkeypatch.setattr(_thread, "lib", rec)
+    monkeypatch.setattr(_thread._share, "acknowledge", rec.rdk_share_ack)
     t, _ = _thread_for(lambda batch: None)
     caplog.set_level(logging.DEBUG, LOGGER)
     t._one_batch("h", _cbatch([b"a", b"b", b"c"], [1, 1, 1]))
@@ -546,7 +547,7 @@ def test_expired_batches_add_up(ack):
 
 
 def test_the_refusal_line_says_how_long_the_callback_took(monkeypatch, caplog):
-    monkeypatch.setattr(_thread, "lib", AckRecorder({0: CODE["_STATE"]}))
+    monkeypatch.setattr(_thread._share, "acknowledge", AckRecorder({0: CODE["_STATE"]}).rdk_share_ack)
     clock = [107.25, 100.5, 100.0]  # popped from the end: start, callback's end, the line
     monkeypatch.setattr(_thread, "time", pytypes.SimpleNamespace(monotonic=clock.pop))
     t, _ = _thread_for(lambda batch: None)
@@ -560,7 +561,7 @@ def test_the_refusal_line_says_how_long_the_callback_took(monkeypatch, caplog):
 def test_different_errors_are_each_logged_once_within_the_interval(monkeypatch, caplog):
     """The repeat limiter holds back a line like one shown, not lines of other errors."""
     rec = AckRecorder({0: CODE["_STATE"]})
-    monkeypatch.setattr(_thread, "lib", rec)
+    monkeypatch.setattr(_thread._share, "acknowledge", rec.rdk_share_ack)
     t, _ = _thread_for(lambda batch: None)
     caplog.set_level(logging.DEBUG, LOGGER)
     for first_err in ("_MSG_TIMED_OUT", "_BAD_MSG", "_MSG_TIMED_OUT"):
