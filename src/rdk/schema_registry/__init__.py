@@ -4,8 +4,9 @@ A [SchemaRegistryClient][rdk.schema_registry.SchemaRegistryClient] for the regis
 (Confluent Schema Registry, Apicurio's ``/apis/ccompat/v7``, Karapace) and serializers that
 encode or decode a whole list in one call: Avro (fastavro), JSON Schema (jsonschema; orjson when
 installed) and Protobuf (protobuf). Each record is ``0x00``, the schema id (4 bytes big-endian),
-then the encoded data; Protobuf puts its message indexes before the data. Install with
-``pip install rdk[schema-registry]``.
+then the encoded data; Protobuf puts its message indexes before the data. Install rdk's wheel with
+its ``schema-registry`` extra: ``pip install "$(scripts/build-wheel.sh)[schema-registry]"``
+(the name ``rdk`` on PyPI is another project).
 
 Producer and Consumer take them directly (``value_serializer=``, ``value_deserializer=``...).
 """

@@ -11,8 +11,9 @@ df = (spark.read.format("rdkafka")
 
 Batch and Structured Streaming reads, batch (``save()`` in the default mode or
 ``.mode("append")``, as ``format("kafka")``) and streaming writes,
-with the built-in Kafka connector's option names and schema. Needs ``pip install rdk[spark]``
-(pyspark >= 4.2 for ``maxOffsetsPerTrigger``, pyarrow) on the driver and the executors.
+with the built-in Kafka connector's option names and schema. Needs rdk's wheel
+with its ``spark`` extra (``pip install "$(scripts/build-wheel.sh)[spark]"``: pyspark >= 4.2
+for ``maxOffsetsPerTrigger``, pyarrow) on the driver and the executors.
 """
 
 from __future__ import annotations

