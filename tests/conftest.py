@@ -21,6 +21,7 @@ tests/helpers.py, importable from every test directory as ``helpers``.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 
 import pytest
@@ -30,6 +31,15 @@ from rdk.testing import KINDS, MockCluster, RunningCluster, open_broker
 
 BROKER_KINDS = ["mock", "tansu", "kafka"]
 assert set(BROKER_KINDS) <= set(KINDS)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run started in the background of a non-interactive shell inherits SIGINT ignored,
+    and so would every process a test starts (an ignored signal stays ignored across exec):
+    the Ctrl-C tests (``rdk stats --watch``, KeyboardInterrupt at exit) need it delivered. A
+    handler here makes exec'd children start with SIGINT's default action."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class SessionBrokers:
