@@ -19,13 +19,13 @@ from rdk.errors import KafkaError
 SECRET = "Sup3r-s3cret-PASSWORD-8472"
 
 
-def refused(bootstrap: str, options: dict, log, *texts: str) -> KafkaError:
+def refused(bootstrap: str, options: dict, log, *texts: str, timeout: float = 60.0) -> KafkaError:
     """Assert that metadata cannot be had over ``options`` and that librdkafka said why. The
     timeout is long: a refusal ends the wait at once (rdk's auth/TLS failure check), so a
     _TIMED_OUT means it went unnoticed."""
     with Admin(bootstrap, options) as admin:
         with pytest.raises(KafkaError) as ei:
-            admin.list_topics(timeout=60.0)
+            admin.list_topics(timeout=timeout)
         wait_until(lambda: all(t in log.text for t in texts), 10,
                    what=f"librdkafka to log {texts!r}")
     return ei.value
@@ -111,7 +111,11 @@ def test_mutual_tls_with_a_client_certificate_from_the_ca_connects(tls_site, mtl
 
 def test_mutual_tls_without_a_client_certificate_is_refused(tls_site, mtls, rdk_log):
     before = mtls.output().count("peer did not return a certificate")
-    refused(mtls.bootstrap, tls_site.ssl_options(), rdk_log, "alert certificate required")
+    # Known gap: the server's refusal (a TLS alert after the handshake) is not noticed, and
+    # list_topics waits out its timeout: a short one keeps the suite's time; what is proven is
+    # the refusal, logged, and no metadata
+    refused(mtls.bootstrap, tls_site.ssl_options(), rdk_log, "alert certificate required",
+            timeout=15.0)
     wait_until(lambda: mtls.output().count("peer did not return a certificate") > before, 10,
                what="stunnel to refuse the certificate-less client")
 
@@ -120,7 +124,7 @@ def test_mutual_tls_with_a_client_certificate_from_another_ca_is_refused(tls_sit
     # librdkafka sees that the server trusts no issuer of this certificate and withholds it;
     # the server then refuses the connection as it does any client without a certificate
     refused(mtls.bootstrap, client_cert_options(tls_site, tls_site.rogue_client), rdk_log,
-            "No matching issuer found", "alert certificate required")
+            "No matching issuer found", "alert certificate required", timeout=15.0)  # gap: above
 
 
 # ---- SASL ------------------------------------------------------------------------
