@@ -84,7 +84,11 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from rdk.mock import start_broker
 
@@ -148,7 +152,7 @@ class CeilingSource(DataSource):
         return CeilingReader(*self._shape())
 
     def streamReader(self, schema):
-        return CeilingStreamReader(*self._shape())
+        return CeilingStreamReader(*self._shape(), int(self.options.get("maxOffsetsPerTrigger", 0)))
 
     def writer(self, schema, overwrite):
         return CeilingWriter()
@@ -172,12 +176,18 @@ class CeilingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     (maxOffsetsPerTrigger, spread evenly over the partitions) and Trigger.AvailableNow honoured
     as by the Kafka sources, so it costs what Python streaming costs without any I/O."""
 
-    def __init__(self, rows: int, partitions: int, batch: int, value_size: int) -> None:
+    def __init__(self, rows: int, partitions: int, batch: int, value_size: int,
+                 max_rows: int = 0) -> None:
         self.per_part, self.n_parts = rows // partitions, partitions
-        self.batch, self.value_size = batch, value_size
+        self.batch, self.value_size, self.max_rows = batch, value_size, max_rows
 
     def initialOffset(self) -> dict:
         return {"o": [0] * self.n_parts}
+
+    def getDefaultReadLimit(self):
+        """maxOffsetsPerTrigger as the Kafka sources take it (without this, Spark hands a
+        Python stream reader ReadAllAvailable and the whole stream is one micro-batch)."""
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """The data never grows: the target is the end."""
@@ -407,6 +417,12 @@ class Scenarios:
             shutil.rmtree(checkpoint, ignore_errors=True)
         limit = int(self.spark.conf.get("spark.sql.streaming.numRecentProgressUpdates", "100"))
         assert n == self.args.messages or len(progress) >= limit, (name, n)
+        # every contender honours the read limit: a stream read in fewer micro-batches than
+        # it allows would make its fixed cost per micro-batch look smaller than it is
+        batches = sum(1 for p in progress if _field(p, "numInputRows"))
+        want = math.ceil(self.args.messages / (per_trigger or self.args.max_offsets_per_trigger))
+        assert batches >= want or len(progress) >= limit, (
+            f"{name}: {batches} micro-batches with rows, the read limit allows no fewer than {want}")
         return t
 
     def sink_input(self):
