@@ -22,6 +22,8 @@ def timeout_seconds(value: Any, name: str = "timeout") -> float:
     """A timeout in seconds (>= 0, not nan); beyond MAX_TIMEOUT (inf too) means MAX_TIMEOUT."""
     return min(check_timeout(value, name), MAX_TIMEOUT)
 
+#: "no partition chosen yet": librdkafka's partitioner (or rdk's balancer) picks one
+PARTITION_UA = int(lib.RD_KAFKA_PARTITION_UA)
 BALANCE_ROUND_ROBIN = lib.RDK_BALANCE_ROUND_ROBIN
 BALANCE_LEAST_BYTES = lib.RDK_BALANCE_LEAST_BYTES
 
