@@ -22,10 +22,11 @@ from typing import Any
 from .._binding import ERROR_CODES, Client
 from .._binding import fetch as _fetch
 from .._binding.fetch import Fetcher
+from .._binding.messages import build_messages
 from .._binding.partitions import PARTITION_EOF, batch_errors, error_text
 from .._lifecycle import AfterLoop
 from ..errors import KafkaError
-from ._batch import Batch, Parts, build_messages
+from ._batch import Batch, Parts
 
 __all__ = ["FetchPipeline"]
 
