@@ -51,13 +51,6 @@ PRIVATE_IMPORT_ALLOWED: dict[tuple[str, str], str] = {
 # type-only import cycles (annotations between collaborators), each a set of modules;
 # a cycle found must lie inside one of these
 TYPE_ONLY_CYCLES_ALLOWED: list[frozenset[str]] = [
-    # the consumer's parts annotate the Consumer facade (rdk.Consumer) they serve, and the
-    # asyncio fronts annotate the consumers they wrap (issue 36 part 1: one consumer state)
-    frozenset({"rdk", "rdk.aio", "rdk.aio._consumer", "rdk.aio._share", "rdk.consumer",
-               "rdk.consumer._assignment", "rdk.consumer._batch", "rdk.consumer._config",
-               "rdk.consumer._consumer", "rdk.consumer._delivery", "rdk.consumer._group",
-               "rdk.consumer._pipeline", "rdk.consumer._progress",
-               "rdk.consumer._stats_report", "rdk.consumer._threads", "rdk.consumer._tracker"}),
     # the pool's supervision annotates the WorkerStats it fills, which rdk.workers defines
     frozenset({"rdk._worker_supervision", "rdk.workers"}),
 ]
@@ -280,6 +273,60 @@ def test_no_private_name_is_imported_across_packages() -> None:
     assert not stale, f"allowed crossings that no longer happen (drop them): {stale}"
 
 
+# ---- (iii b) the C boundary: only rdk._binding touches cffi's ffi and lib ----------------
+
+_C_NAMES = {"ffi", "lib"}
+
+
+def _c_uses(module: str, tree: ast.Module) -> list[str]:
+    """Where ``module`` reaches the compiled module: imports of ``ffi``/``lib`` (from
+    rdk._binding or rdk._rdkafka) or of rdk._rdkafka itself, and every ``ffi.``/``lib.``
+    attribute (``_binding.lib.x`` too), as "line: text"."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(module, node)
+            names = {a.name for a in node.names}
+            if source.startswith("rdk._rdkafka") or (source == "rdk._binding"
+                                                     and names & _C_NAMES):
+                found.append(f"{node.lineno}: from {source} import {sorted(names)}")
+        elif isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names
+                      if a.name.startswith("rdk._rdkafka")]
+        elif isinstance(node, ast.Attribute) and (
+                (isinstance(node.value, ast.Name) and node.value.id in _C_NAMES)
+                or node.attr in _C_NAMES):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _c_users() -> dict[str, list[str]]:
+    return {m: uses for m, tree in _trees().items()
+            if not (m == "rdk._binding" or m.startswith("rdk._binding."))
+            and (uses := _c_uses(m, tree))}
+
+
+def test_only_the_binding_touches_ffi_and_lib() -> None:
+    """issue 36: feature code calls rdk._binding's Python functions, never librdkafka."""
+    users = _c_users()
+    assert not users, ("modules outside rdk._binding that reach cffi's ffi/lib (give the C "
+                       "call a Python function in the _binding module of its area):\n"
+                       + "\n".join(f"{m}: {uses}" for m, uses in sorted(users.items())))
+
+
+def test_the_c_boundary_check_sees_calls_and_imports() -> None:
+    """The finder itself: a call through ``lib.``, ``_binding.lib.`` or an imported ``ffi``."""
+    tree = ast.parse(textwrap.dedent("""
+        from .._binding import ffi
+        from .. import _binding
+        ffi.new("int[]", 1)
+        _binding.lib.rd_kafka_poll(rk, 0)
+        x = lib.RD_KAFKA_OFFSET_END
+    """))
+    uses = _c_uses("rdk.consumer._pipeline", tree)
+    assert sorted(int(u.split(":")[0]) for u in uses) == [2, 4, 5, 6], uses
+
+
 # ---- (iv) no import cycles -----------------------------------------------------------
 
 
@@ -363,6 +410,9 @@ if __name__ == "__main__":  # the figures, for a closing note
     print("private imports across packages:", len(_private_imports()))
     for m, name in _private_imports():
         print(f"  {m} imports {name}")
+    print("modules outside rdk._binding using ffi/lib:", len(_c_users()))
+    for m, uses in sorted(_c_users().items()):
+        print(f"  {m}: {len(uses)}")
     print("import-time cycles:", len(_cycles(_graph(type_only=False))))
     print("type-only cycles:", [sorted(c) for c in _cycles(_graph(type_only=True))])
     sys.exit(0)

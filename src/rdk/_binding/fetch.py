@@ -179,3 +179,8 @@ def track(b: Any, positions: Any, n: int) -> tuple[int, int]:
 def wake(queue: Any) -> None:
     """End a fetch call waiting on ``queue`` early (``rd_kafka_queue_yield``)."""
     lib.rd_kafka_queue_yield(queue)
+
+
+def copy_into(out: Any, ptr: Any, nbytes: int) -> None:
+    """One memcpy of ``nbytes`` of C memory at ``ptr`` into writable buffer ``out``."""
+    ffi.memmove(ffi.from_buffer(out), ptr, nbytes)
