@@ -341,8 +341,6 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "rdk.consumer._consumer.Consumer": "the public facade: 447 lines, mostly the documented "
                                        "public methods' docstrings",
     "rdk.producer._producer.Producer": "the public facade: 370 lines, likewise",
-    "rdk.spark._exactly_once.copy_committed": "73 lines: the sink's commit step, one "
-                                              "transaction from init to commit or abort",
 }
 
 
