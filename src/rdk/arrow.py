@@ -21,8 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._binding import ffi
-from ._binding.fetch import gather
+from ._binding.fetch import copy_into, gather
 
 # the Arrow layout behind the Spark source (kafka_schema is public as rdk.spark.kafka_schema)
 __all__: list[str] = []
@@ -59,7 +58,7 @@ def _copy(ptr: Any, nbytes: int) -> pa.Buffer:
     if nbytes <= 0:
         return pa.py_buffer(b"")
     buf = pa.allocate_buffer(nbytes)
-    ffi.memmove(ffi.from_buffer(buf), ptr, nbytes)
+    copy_into(buf, ptr, nbytes)
     return buf
 
 

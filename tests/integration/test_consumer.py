@@ -105,7 +105,7 @@ def test_messages_carry_binary_values_keys_headers_and_positions(broker, new_top
 
 
 def test_c_fast_path_is_loaded_and_matches_the_python_fallback(mock_cluster, tmp_path, monkeypatch):
-    from rdk.consumer import _batch
+    from rdk._binding import messages as _batch
 
     assert _batch._messages is not None, "rdk._messages (the C fast path) did not load"
     mock_cluster.create_topic("fast", 2)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 import rdk
-from rdk.consumer import _batch
+from rdk._binding import messages as _batch
 from rdk.mock import MockCluster
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import rdk._binding as binding
 from rdk._binding import ERROR_CODES, ffi, lib
+from rdk._binding import messages as _batch
 from rdk._binding.fetch import Fetcher
-from rdk.consumer import _batch
 from rdk.mock import MockCluster
 
 EXAMPLES = int(os.environ.get("RDK_FUZZ_EXAMPLES", "20"))
@@ -189,7 +189,7 @@ def assert_fast_path_matches_fallback(b, topic):
     """rdk._messages.build, given only the rdk_batch's address, reads the struct's fields
     itself: it must build exactly the Messages of the pure-Python path."""
     assert _batch._messages is not None, "rdk._messages (the C fast path) did not load"
-    headers = _batch._headers(b) if b.n_headers else None
+    headers = _batch.headers_of(b) if b.n_headers else None
     for decode in (False, True):
         assert _batch.build_messages(b, topic, decode) == _batch.python_messages(
             b, topic, decode, headers)

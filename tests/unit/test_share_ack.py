@@ -6,7 +6,7 @@ and ``ack_failed``.
 The batch is the C struct's columns as cffi arrays (what ``rdk_share_fill`` leaves), and
 the one C call that needs a live share handle, ``rdk_share_ack``, is replaced by a
 recorder that refuses the rows a test names (as librdkafka does: ``ack_err`` per row,
-the count returned). Everything else is rdk's own code: ShareBatch, build_messages, the
+the count returned). Everything else is rdk's own code: ShareBatch, share_messages, the
 LoopThread that runs awaitables.
 """
 

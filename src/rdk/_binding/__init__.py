@@ -4,7 +4,8 @@ Version checks, librdkafka's error table, one ``check(err)``, configuration
 building, and ``Client``: the single owner of an ``rd_kafka_t`` handle, its main
 event queue (stats, errors, logs and delivery reports arrive there; a thread of
 ours polls it, so librdkafka's threads never call into Python) and its topic
-handles. Feature modules talk to C only through this module.
+handles. Feature modules talk to C only through this package (its modules, one per C
+area, are the only users of ffi and lib: tests/unit/test_api_surface.py checks it).
 """
 
 from __future__ import annotations

@@ -121,3 +121,66 @@ def gather(batch: Any, which: int, out: Any) -> None:
     """``rdk_batch_gather``: copy the kept messages' values (``which`` 0) or keys (1) of a
     filled ``rdk_batch`` into ``out`` (a writable buffer of their total size), in order."""
     lib.rdk_batch_gather(batch, which, ffi.from_buffer(out))
+
+
+# ---- the consumer's rotating rdk_batch buffers (one C call each, per batch) ----------------
+
+
+def new_batch(max_messages: int, keep: bool = True) -> Any:
+    """A garbage-collected ``rdk_batch`` for up to ``max_messages``; ``keep``: its rows point
+    into librdkafka's messages (released by :func:`release_batch`)."""
+    b = lib.rdk_batch_new(max_messages)
+    if b == ffi.NULL:
+        raise MemoryError("rdk_batch_new")
+    b.keep = int(keep)
+    return ffi.gc(b, lib.rdk_batch_free)
+
+
+def release_batch(b: Any) -> None:
+    """Release the librdkafka messages a kept batch points into (now, not at its next fetch)."""
+    lib.rdk_batch_release(b)
+
+
+def free_batch(b: Any) -> None:
+    """Free a batch of :func:`new_batch` now (its destructor runs once)."""
+    ffi.release(b)
+
+
+def batch_parts(b: Any) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """A filled batch's topic ("" if librdkafka named none) and per-partition summary:
+    (partition, first offset, last offset, count) each."""
+    np = b.n_parts
+    return ffi.string(b.topic).decode(), list(zip(
+        ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np), ffi.unpack(b.part_last, np),
+        ffi.unpack(b.part_count, np), strict=True))
+
+
+def batch_topic(b: Any) -> str:
+    """The topic librdkafka named in a filled batch ("" if none)."""
+    return ffi.string(b.topic).decode()
+
+
+def new_positions(size: int, old: Any = None, n: int = 0) -> Any:
+    """An ``int64_t[size]`` of next offsets, -1 each, the first ``n`` copied from ``old``."""
+    new = ffi.new("int64_t[]", [-1] * size)
+    if n:
+        ffi.memmove(new, old, n * ffi.sizeof("int64_t"))
+    return new
+
+
+def track(b: Any, positions: Any, n: int) -> tuple[int, int]:
+    """``rdk_batch_track``: move ``positions`` (``int64_t[n]``) past batch ``b``'s messages;
+    the (messages seen again, messages skipped) it found."""
+    reps = ffi.new("int64_t[2]")
+    lib.rdk_batch_track(b, positions, n, reps, reps + 1)
+    return int(reps[0]), int(reps[1])
+
+
+def wake(queue: Any) -> None:
+    """End a fetch call waiting on ``queue`` early (``rd_kafka_queue_yield``)."""
+    lib.rd_kafka_queue_yield(queue)
+
+
+def copy_into(out: Any, ptr: Any, nbytes: int) -> None:
+    """One memcpy of ``nbytes`` of C memory at ``ptr`` into writable buffer ``out``."""
+    ffi.memmove(ffi.from_buffer(out), ptr, nbytes)

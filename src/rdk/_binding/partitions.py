@@ -17,6 +17,9 @@ from . import ERROR_CODES, Client, check, ffi, lib
 from .fetch import Fetcher
 
 __all__ = [
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "OFFSET_INVALID",
     "PARTITION_EOF",
     "batch_errors",
     "cached_high_watermark",
@@ -29,6 +32,10 @@ __all__ = [
 ]
 
 PARTITION_EOF = ERROR_CODES["_PARTITION_EOF"]
+#: librdkafka's logical offsets: the first, the next to be written, "none"
+OFFSET_BEGINNING = int(lib.RD_KAFKA_OFFSET_BEGINNING)
+OFFSET_END = int(lib.RD_KAFKA_OFFSET_END)
+OFFSET_INVALID = int(lib.RD_KAFKA_OFFSET_INVALID)
 _TIMED_OUT = ERROR_CODES["_TIMED_OUT"]
 
 

@@ -191,3 +191,13 @@ def acknowledge(rkshare: Any, batch: Any, types: Any) -> int:
     """Acknowledge each record of ``batch`` with its type (``types``: one byte each); the
     number librdkafka refused (their errors are in ``batch.ack_err``)."""
     return int(lib.rdk_share_ack(rkshare, batch, types))
+
+
+def share_delivery_counts(b: Any) -> list[int]:
+    """Each row's delivery count of a filled ``rdk_share_batch``."""
+    return ffi.unpack(b.delivery_count, b.n)
+
+
+def share_ack_errors(b: Any) -> list[int]:
+    """Each row's acknowledgement error code (0: accepted) after ``rdk_share_ack``."""
+    return ffi.unpack(b.ack_err, b.n)

@@ -8,12 +8,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import _binding
-from .._binding import ERROR_CODES, ffi, lib
+from .._binding import ERROR_CODES
+from .._binding import admin as _admin
 from ..errors import KafkaError
 from ._base import _AdminBase, _check_timeout, check_group_id, check_mapping
-
-_RESOURCES = "rd_kafka_ConfigResource_t *[1]"
 
 
 class _GroupsAdmin(_AdminBase):
@@ -52,17 +50,7 @@ class _GroupsAdmin(_AdminBase):
                      context: str) -> None:
         if not configs:
             return
-        res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
-        try:
-            _add_configs(res, configs, context)
-        except BaseException:
-            lib.rd_kafka_ConfigResource_destroy(res)
-            raise
-        with self._one_object_request(lib.rd_kafka_IncrementalAlterConfigs, _RESOURCES, res,
-                                      lib.rd_kafka_ConfigResource_destroy, timeout, context) as ev:
-            for resource in _result_items(lib.rd_kafka_IncrementalAlterConfigs_result_resources,
-                                          lib.rd_kafka_event_IncrementalAlterConfigs_result(ev)):
-                _raise_resource_error(resource, context)
+        _admin.alter_group_config(self._client, group_id, configs, timeout, context)
 
     def describe_group_config(self, group_id: str, *, timeout: float = 30.0) -> dict[str, str]:
         """The group's configuration, ``{name: value}`` (DescribeConfigs on the GROUP
@@ -104,20 +92,7 @@ class _GroupsAdmin(_AdminBase):
     def _group_config(self, group_id: str, timeout: float,
                       context: str) -> dict[str, tuple[str, bool]]:
         """``{name: (value, whether it is the group's own setting)}``, sorted by name."""
-        res = lib.rd_kafka_ConfigResource_new(lib.RD_KAFKA_RESOURCE_GROUP, group_id.encode())
-        with self._one_object_request(lib.rd_kafka_DescribeConfigs, _RESOURCES, res,
-                                      lib.rd_kafka_ConfigResource_destroy, timeout, context) as ev:
-            out: dict[str, tuple[str, bool]] = {}
-            for resource in _result_items(lib.rd_kafka_DescribeConfigs_result_resources,
-                                          lib.rd_kafka_event_DescribeConfigs_result(ev)):
-                _raise_resource_error(resource, context)
-                for entry in _result_items(lib.rd_kafka_ConfigResource_configs, resource):
-                    value = lib.rd_kafka_ConfigEntry_value(entry)
-                    if value != ffi.NULL:
-                        out[ffi.string(lib.rd_kafka_ConfigEntry_name(entry)).decode()] = (
-                            ffi.string(value).decode(errors="replace"),
-                            not lib.rd_kafka_ConfigEntry_is_default(entry))
-            return dict(sorted(out.items()))
+        return _admin.describe_group_config(self._client, group_id, timeout, context)
 
     def delete_share_group(self, group_id: str, *, missing_ok: bool = False,
                            timeout: float = 30.0) -> None:
@@ -148,25 +123,8 @@ class _GroupsAdmin(_AdminBase):
         """DeleteGroups of ``group_id``; whether the group existed (False only with
         ``missing_ok``)."""
         return _until_coordinator_answers(
-            lambda: self._delete_group_once(group_id, missing_ok, timeout, context), timeout)
-
-    def _delete_group_once(self, group_id: str, missing_ok: bool, timeout: float,
-                           context: str) -> bool:
-        request = lib.rd_kafka_DeleteGroup_new(group_id.encode())
-        with self._one_object_request(lib.rd_kafka_DeleteGroups, "rd_kafka_DeleteGroup_t *[1]",
-                                      request, lib.rd_kafka_DeleteGroup_destroy, timeout,
-                                      context) as ev:
-            for group in _result_items(lib.rd_kafka_DeleteGroups_result_groups,
-                                       lib.rd_kafka_event_DeleteGroups_result(ev)):
-                error = lib.rd_kafka_group_result_error(group)
-                if error == ffi.NULL:
-                    continue
-                code = lib.rd_kafka_error_code(error)
-                if missing_ok and code == ERROR_CODES["GROUP_ID_NOT_FOUND"]:
-                    return False
-                text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
-                raise KafkaError(code, text, context=context)
-        return True
+            lambda: _admin.delete_group(self._client, group_id, missing_ok, timeout, context),
+            timeout)
 
     def reset_share_group(self, group_id: str, to: str, *, timeout: float = 30.0) -> None:
         """Start share group ``group_id`` over from ``to``: "earliest", "latest" or
@@ -221,25 +179,8 @@ class _GroupsAdmin(_AdminBase):
         DescribeConsumerGroups reports every share group as ``Dead``. Retries while the
         coordinator moves or loads (a new cluster's first group request)."""
         return _until_coordinator_answers(
-            lambda: self._describe_group_state(group_id, timeout, context) != b"Dead", timeout)
-
-    def _describe_group_state(self, group_id: str, timeout: float, context: str) -> bytes:
-        name = ffi.new("char[]", group_id.encode())
-        groups = ffi.new("const char *[1]", [name])
-        with self._admin_result(lambda opts, q: lib.rd_kafka_DescribeConsumerGroups(
-                self._rk, groups, 1, opts, q), timeout, context) as ev:
-            for group in _result_items(lib.rd_kafka_DescribeConsumerGroups_result_groups,
-                                       lib.rd_kafka_event_DescribeConsumerGroups_result(ev)):
-                error = lib.rd_kafka_ConsumerGroupDescription_error(group)
-                if error != ffi.NULL:
-                    code = lib.rd_kafka_error_code(error)
-                    if code == ERROR_CODES["GROUP_ID_NOT_FOUND"]:
-                        return b"Dead"
-                    text = ffi.string(lib.rd_kafka_error_string(error)).decode(errors="replace")
-                    raise KafkaError(code, text, context=context)
-                state = lib.rd_kafka_ConsumerGroupDescription_state(group)
-                return bytes(ffi.string(lib.rd_kafka_consumer_group_state_name(state)))
-        return b"Dead"
+            lambda: _admin.group_state(self._client, group_id, timeout, context) != b"Dead",
+            timeout)
 
     def _log_warning(self, msg: str, *args: Any) -> None:
         (self._logger or logging.getLogger("rdk")).warning(msg, *args)
@@ -262,32 +203,3 @@ def _until_coordinator_answers(call: Callable[[], Any], timeout: float) -> Any:
                 raise
         time.sleep(0.1)  # a retry interval: librdkafka looks the coordinator up meanwhile
 
-
-def _raise_resource_error(resource: Any, context: str) -> None:
-    err = lib.rd_kafka_ConfigResource_error(resource)
-    if err:
-        msg = lib.rd_kafka_ConfigResource_error_string(resource)
-        text = ffi.string(msg).decode(errors="replace") if msg != ffi.NULL else None
-        raise KafkaError(err, text, context=context)
-
-
-def _add_configs(res: Any, configs: Mapping[str, Any], context: str) -> None:
-    """Add each ``{name: value}`` to ConfigResource ``res`` as an incremental SET (DELETE for None)."""
-    for name, value in configs.items():
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"alter_group_config: config names must be non-empty str, "
-                            f"got {name!r}")
-        if value is None:
-            op, text = lib.RD_KAFKA_ALTER_CONFIG_OP_TYPE_DELETE, ffi.NULL
-        else:
-            op = lib.RD_KAFKA_ALTER_CONFIG_OP_TYPE_SET
-            text = _binding.conf_value(name, value).encode()
-        error = lib.rd_kafka_ConfigResource_add_incremental_config(res, name.encode(), op, text)
-        _binding.check_error(error, f"{context}: {name!r}")
-
-
-def _result_items(items_of: Callable[[Any, Any], Any], result: Any) -> list:
-    """``items_of(result, size_t *)``'s array as a list (resources, groups, config entries)."""
-    cnt = ffi.new("size_t *")
-    items = items_of(result, cnt)
-    return [items[i] for i in range(cnt[0])]

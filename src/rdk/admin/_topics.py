@@ -8,19 +8,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .. import _binding
-from .._binding import ERROR_CODES, TopicMetadata, check, ffi, lib
+from .._binding import TopicMetadata
+from .._binding import admin as _admin
 from ..errors import KafkaError
 from ..validate import check_int, check_options, check_topic_name
-from ._base import _AdminBase, _check_timeout, _TopicOp, check_mapping
-
-_CREATE = _TopicOp("create_topics", "rd_kafka_NewTopic_t *[]", lib.rd_kafka_CreateTopics,
-                   lib.rd_kafka_event_CreateTopics_result, lib.rd_kafka_CreateTopics_result_topics)
-_DELETE = _TopicOp("delete_topics", "rd_kafka_DeleteTopic_t *[]", lib.rd_kafka_DeleteTopics,
-                   lib.rd_kafka_event_DeleteTopics_result, lib.rd_kafka_DeleteTopics_result_topics)
-_PARTITIONS = _TopicOp("create_partitions", "rd_kafka_NewPartitions_t *[]", lib.rd_kafka_CreatePartitions,
-                       lib.rd_kafka_event_CreatePartitions_result,
-                       lib.rd_kafka_CreatePartitions_result_topics)
+from ._base import _AdminBase, _check_timeout, check_mapping
 
 
 class _TopicsAdmin(_AdminBase):
@@ -54,23 +46,7 @@ class _TopicsAdmin(_AdminBase):
         """
         timeout = _check_timeout(timeout)
         specs = _topic_specs(topics)
-        errstr = ffi.new("char[]", 512)
-        new_topics = []
-        try:
-            for name, partitions, replication, config in specs:
-                nt = lib.rd_kafka_NewTopic_new(name.encode(), partitions, replication, errstr, 512)
-                if nt == ffi.NULL:
-                    raise ValueError(f"topic {name!r}: {ffi.string(errstr).decode()}")
-                new_topics.append(nt)
-                for key, value in config.items():
-                    check(lib.rd_kafka_NewTopic_set_config(
-                        nt, str(key).encode(), _binding.conf_value(key, value).encode()),
-                        f"topic {name!r} config {key!r}")
-            ok = {ERROR_CODES["TOPIC_ALREADY_EXISTS"]} if exist_ok else set()
-            self._topic_request(_CREATE, new_topics, ok, timeout, [x[0] for x in specs])
-        finally:
-            for nt in new_topics:
-                lib.rd_kafka_NewTopic_destroy(nt)
+        _admin.create_topics(self._client, specs, exist_ok, timeout)
 
     def delete_topics(self, names: Iterable[str], *, timeout: float = 30.0) -> None:
         """Delete topics; KafkaError names the first that failed.
@@ -90,12 +66,7 @@ class _TopicsAdmin(_AdminBase):
         names = list(names) if not isinstance(names, str) else [names]
         for n in names:
             check_topic_name(n)
-        dels = [lib.rd_kafka_DeleteTopic_new(n.encode()) for n in names]
-        try:
-            self._topic_request(_DELETE, dels, set(), timeout, names)
-        finally:
-            for d in dels:
-                lib.rd_kafka_DeleteTopic_destroy(d)
+        _admin.delete_topics(self._client, names, timeout)
 
     def create_partitions(self, totals: Mapping[str, int], *, timeout: float = 30.0) -> None:
         """Grow topics to ``{name: new total partition count}`` (Kafka only adds partitions:
@@ -127,19 +98,7 @@ class _TopicsAdmin(_AdminBase):
             if total < 1:
                 raise ValueError(f"topic {name!r}: new total partition count must be a positive "
                                  f"int, got {total!r}")
-        errstr = ffi.new("char[]", 512)
-        requests = []
-        try:
-            for name, total in totals.items():
-                np = lib.rd_kafka_NewPartitions_new(name.encode(), total, errstr, 512)
-                if np == ffi.NULL:
-                    raise ValueError(f"topic {name!r}: {ffi.string(errstr).decode()}")
-                requests.append(np)
-            if requests:
-                self._topic_request(_PARTITIONS, requests, set(), timeout, list(totals))
-        finally:
-            for np in requests:
-                lib.rd_kafka_NewPartitions_destroy(np)
+        _admin.create_partitions(self._client, totals, timeout)
         self._wait_partition_counts(dict(totals), deadline)
 
     def _wait_partition_counts(self, totals: dict[str, int], deadline: float) -> None:

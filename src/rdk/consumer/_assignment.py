@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, cast
 
 from .. import _binding, offsets, slots
-from .._binding import lib
+from .._binding import group as _group
 from .._binding import partitions as _partitions
 from .._binding.fetch import GroupFetcher
 from ..errors import KafkaError
@@ -86,13 +86,12 @@ class _Assignment:
         client, pipeline, keys = self.client, self.pipeline, self.keys()
         if client is None or pipeline is None or not keys:
             return
-        tpl = _partitions.partition_list((t, p, lib.RD_KAFKA_OFFSET_INVALID) for t, p in keys)
         if pause:
             # between two fetch calls, never during one (see between_fetches)
             with pipeline.between_fetches():
-                _binding.check(lib.rd_kafka_pause_partitions(client.rk, tpl), "pause")
+                _group.pause(client, keys)
         else:
-            _binding.check(lib.rd_kafka_resume_partitions(client.rk, tpl), "resume")
+            _group.resume(client, keys)
 
     def keys(self) -> list[Key]:  # pragma: no cover - each strategy defines it
         raise NotImplementedError
@@ -136,7 +135,7 @@ class _Assignment:
         starts, fresh = self.progress.starts(keys)
         for topic, parts in fresh.items():
             for p in parts:
-                starts[(topic, p)] = lib.RD_KAFKA_OFFSET_BEGINNING
+                starts[(topic, p)] = _partitions.OFFSET_BEGINNING
             if self.config.start_offset == "latest":
                 starts.update({(topic, p): hi for p, hi in self._latest(topic, parts).items()})
         return starts
@@ -234,7 +233,7 @@ class GroupAssignment(_Assignment):
     def open(self) -> FetchPipeline:
         cfg = self.config
         props = cfg.group_props()
-        client = self._new_client(props, extra_events=lib.RD_KAFKA_EVENT_REBALANCE)
+        client = self._new_client(props, extra_events=_group.EVENT_REBALANCE)
         # literal topics must exist: fail at once, as slot mode does
         counts = [self._partition_count(client, t) for t in cfg.topics]
         count = counts[0] if counts else 1
@@ -261,10 +260,7 @@ class GroupAssignment(_Assignment):
 
     def restart(self, key: Key, offset: int) -> None:
         topic, partition = key
-        tpl = _partitions.partition_list([(topic, partition, offset)])
-        _binding.check_error(lib.rd_kafka_seek_partitions(cast(Any, self.client).rk, tpl, 10_000),
-                             f"seek {topic}[{partition}] to {offset}")
-        _partitions.partition_list_offsets(tpl, "seek")
+        _group.seek(cast(_binding.Client, self.client), topic, partition, offset, 10_000)
 
     def threads(self) -> list[threading.Thread]:
         return [self.member.thread] if self.member is not None else []

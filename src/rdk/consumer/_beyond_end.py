@@ -16,8 +16,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._binding import ERROR_CODES, Client, lib
-from .._binding.partitions import cached_high_watermark
+from .._binding import ERROR_CODES, Client
+from .._binding.partitions import OFFSET_BEGINNING, cached_high_watermark
 from ..errors import KafkaError
 
 __all__ = ["BeyondEndRule"]
@@ -77,6 +77,6 @@ class BeyondEndRule:
                             p, text, self.policy)
         self._reset_at[p] = e
         # "latest" from the Fetch high watermark: Tansu's ListOffsets(latest) is wrong
-        restart = lib.RD_KAFKA_OFFSET_BEGINNING if self.policy == "earliest" else min(seen[1], hi)
+        restart = OFFSET_BEGINNING if self.policy == "earliest" else min(seen[1], hi)
         self._restart(p, restart)
         return True

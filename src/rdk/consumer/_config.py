@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _binding, offsets, slots
-from .._binding import lib
+from .._binding.partitions import OFFSET_BEGINNING, OFFSET_END
 from .._loop_thread import is_event_loop
 from ..errors import ConfigError, KafkaError
 from ..validate import (
@@ -173,8 +173,7 @@ class ConsumerConfig:
 def check_seek_offset(offset: Any) -> int:
     """seek()'s ``offset``: an int >= 0, or "earliest"/"latest" as librdkafka's logical offsets."""
     if isinstance(offset, str):
-        target = {"earliest": lib.RD_KAFKA_OFFSET_BEGINNING,
-                  "latest": lib.RD_KAFKA_OFFSET_END}.get(offset)
+        target = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(offset)
         if target is None:
             raise ValueError(f"offset must be an int >= 0, 'earliest' or 'latest', got {offset!r}")
         return int(target)

@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._binding import ERROR_CODES, Client, check, check_error, ffi, lib
-from .._binding.partitions import partition_list, partition_list_offsets
+from .._binding import ERROR_CODES, Client
+from .._binding import group as _group
+from .._binding.group import GroupEvent
 from ..errors import KafkaError
 from ._progress import Key
 
@@ -50,11 +51,6 @@ _POLL_MS = 100
 
 
 
-def _keys(tpl: Any) -> list[Key]:
-    return [(ffi.string(tpl.elems[i].topic).decode(), int(tpl.elems[i].partition))
-            for i in range(tpl.cnt)]
-
-
 class GroupOffsetStore:
     """Progress committed to the consumer's own group through its handle (the default in
     group mode): ``read([(topic, partition)])`` and ``commit({(topic, partition): last})``
@@ -72,10 +68,9 @@ class GroupOffsetStore:
     def read(self, keys: Sequence[Key]) -> dict[Key, int]:
         if not keys:
             return {}
-        tpl = partition_list((t, p, lib.RD_KAFKA_OFFSET_INVALID) for t, p in keys)
         context = f"committed offsets of group {self.group_id!r}"
-        check(lib.rd_kafka_committed(self.client.rk, tpl, int(_COMMIT_TIMEOUT * 1000)), context)
-        return {k: v - 1 for k, v in partition_list_offsets(tpl, context).items() if v >= 0}
+        stored = _group.committed(self.client, keys, int(_COMMIT_TIMEOUT * 1000), context)
+        return {k: v - 1 for k, v in stored.items() if v >= 0}
 
     def commit(self, offsets: Mapping[Key, int]) -> None:
         owned = self.owned()
@@ -85,10 +80,8 @@ class GroupOffsetStore:
                               sorted(set(offsets) - set(mine)))
         if not mine:
             return
-        tpl = partition_list((t, p, last + 1) for (t, p), last in mine.items())
-        context = f"commit offsets for group {self.group_id!r}"
-        check(lib.rd_kafka_commit(self.client.rk, tpl, 0), context)
-        partition_list_offsets(tpl, context)
+        _group.commit(self.client, {k: last + 1 for k, last in mine.items()},
+                      f"commit offsets for group {self.group_id!r}")
 
     def __repr__(self) -> str:
         return f"GroupOffsetStore({self.group_id!r})"
@@ -140,15 +133,12 @@ class GroupMember:
     # ---- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
         """Subscribe and start serving rebalances."""
-        tpl = partition_list((t, lib.RD_KAFKA_PARTITION_UA, lib.RD_KAFKA_OFFSET_INVALID)
-                             for t in self.subscription)
-        check(lib.rd_kafka_subscribe(self.client.rk, tpl), f"subscribe to {self.subscription}")
+        _group.subscribe(self.client, self.subscription)
         self.thread.start()
 
     @property
     def cooperative(self) -> bool:
-        proto = lib.rd_kafka_rebalance_protocol(self.client.rk)
-        return proto != ffi.NULL and ffi.string(proto) == b"COOPERATIVE"
+        return _group.is_cooperative(self.client)
 
     def close(self, until: float) -> bool:
         """Leave the group (revoking what is assigned, without waiting: the consumer has
@@ -158,10 +148,9 @@ class GroupMember:
         ok = False
         if self.thread.is_alive():
             try:
-                check_error(lib.rd_kafka_consumer_close_queue(self.client.rk, self.queue),
-                       "close the group consumer")
+                _group.close_queue(self.client, self.queue)
                 while time.monotonic() < until:
-                    if lib.rd_kafka_consumer_closed(self.client.rk):
+                    if _group.closed(self.client):
                         ok = True
                         break
                     time.sleep(0.02)  # the group thread serves the close's events meanwhile
@@ -174,69 +163,48 @@ class GroupMember:
 
     # ---- the group thread --------------------------------------------------------------
     def _serve(self) -> None:
-        q = self.queue
         while not self._stop.is_set():
-            ev = lib.rd_kafka_queue_poll(q, _POLL_MS)
-            if ev == ffi.NULL:
-                continue
             try:
-                self._dispatch(ev)
+                _group.serve_event(self.queue, _POLL_MS, self._dispatch)
             except BaseException as e:  # a bug or a failed (un)assign: say so and stop
                 self.logger.exception("consumer of %s: group thread failed", self.host.topic)
                 self.host.fail(e if isinstance(e, KafkaError) else KafkaError(
                     ERROR_CODES["_FAIL"], f"group thread failed: {e!r}",
                     context=f"group of {self.host.topic}"))
-            finally:
-                lib.rd_kafka_event_destroy(ev)
 
-    def _dispatch(self, ev: Any) -> None:
-        etype = lib.rd_kafka_event_type(ev)
-        if etype == lib.RD_KAFKA_EVENT_REBALANCE:
-            code = lib.rd_kafka_event_error(ev)
-            tpl = lib.rd_kafka_event_topic_partition_list(ev)
-            if code == lib.RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-                self._assign(tpl)
-            else:
-                self._revoke(tpl)
-        elif etype == lib.RD_KAFKA_EVENT_ERROR:
-            err = lib.rd_kafka_event_error(ev)
-            text = ffi.string(lib.rd_kafka_event_error_string(ev)).decode(errors="replace")
-            self.host.on_error(
-                KafkaError(err, text, fatal=bool(lib.rd_kafka_event_error_is_fatal(ev))))
+    def _dispatch(self, event: GroupEvent) -> None:
+        if event.kind == "assign":
+            self._assign(event)
+        elif event.kind == "revoke":
+            self._revoke(event.keys)
+        elif event.error is not None:
+            self.host.on_error(event.error)
 
-    def _assign(self, tpl: Any) -> None:
-        keys = _keys(tpl)
+    def _assign(self, event: GroupEvent) -> None:
+        keys = event.keys
         host, pipeline = self.host, self.pipeline
         if self.closing:  # leaving: take them as they are, they are revoked next
-            self._do_assign(tpl)
+            _group.assign(self.client, event.partitions, self.cooperative)
             return
         starts = host.starts_of(keys)
         pipeline.fence(keys, keep_new=True)
-        for i, (t, p) in enumerate(keys):
+        for t, p in keys:
             self.fetcher.add(t, p)
             start = starts[(t, p)]
-            tpl.elems[i].offset = start
             pipeline.set_expected(t, p, start if start >= 0 else -1)
         with self._lock:
             self.assigned.update(keys)
-        self._do_assign(tpl)
+        _group.assign(self.client, [(t, p, starts[(t, p)]) for t, p in keys], self.cooperative)
         if host.paused:  # pause() holds across rebalances
-            check(lib.rd_kafka_pause_partitions(self.client.rk, tpl), "pause newly assigned")
+            _group.pause(self.client, keys, "pause newly assigned")
         host.assignment_changed()
         self.logger.info("consumer of %s: assigned %s, starting at %s", host.topic, keys,
                          {k: v for k, v in starts.items()})
         self._user("on_assign", keys)
 
-    def _do_assign(self, tpl: Any) -> None:
-        if self.cooperative:
-            check_error(lib.rd_kafka_incremental_assign(self.client.rk, tpl), "incremental assign")
-        else:
-            check(lib.rd_kafka_assign(self.client.rk, tpl), "assign")
-
-    def _revoke(self, tpl: Any) -> None:
-        keys = _keys(tpl)
+    def _revoke(self, keys: list[Key]) -> None:
         host = self.host
-        lost = bool(lib.rd_kafka_assignment_lost(self.client.rk))
+        lost = _group.assignment_lost(self.client)
         self.pipeline.fence(keys, keep_new=False)  # nothing more of them is handed out
         if lost:
             self.logger.warning("consumer of %s: partitions %s were lost (this member left "
@@ -254,10 +222,7 @@ class GroupMember:
         with self._lock:
             self.assigned.difference_update(keys)
         host.assignment_changed()
-        if self.cooperative:
-            check_error(lib.rd_kafka_incremental_unassign(self.client.rk, tpl), "incremental unassign")
-        else:
-            check(lib.rd_kafka_assign(self.client.rk, ffi.NULL), "unassign")
+        _group.unassign(self.client, keys, self.cooperative)
         self.logger.info("consumer of %s: revoked %s", host.topic, keys)
 
     def _user(self, name: str, keys: list[Key]) -> None:

@@ -19,12 +19,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._binding import ERROR_CODES, Client, ffi, lib
+from .._binding import ERROR_CODES, Client
+from .._binding import fetch as _fetch
 from .._binding.fetch import Fetcher
+from .._binding.messages import build_messages
 from .._binding.partitions import PARTITION_EOF, batch_errors, error_text
 from .._lifecycle import AfterLoop
 from ..errors import KafkaError
-from ._batch import Batch, Parts, build_messages
+from ._batch import Batch, Parts
 
 __all__ = ["FetchPipeline"]
 
@@ -52,17 +54,11 @@ class _BufferPool:
         self._stopping = stopping
         self._running = running
         self._cond = threading.Condition()
-        self._buffers = [self._new_buffer() for _ in range(QUEUE_DEPTH + 1)]
+        # rows point into librdkafka's messages: rdk._messages makes the one copy
+        self._buffers = [_fetch.new_batch(max_messages) for _ in range(QUEUE_DEPTH + 1)]
         self._free: deque[Any] = deque(self._buffers)
         self._converting = 0
         self._freed = False
-
-    def _new_buffer(self) -> Any:
-        b = lib.rdk_batch_new(self._max_messages)
-        if b == ffi.NULL:
-            raise MemoryError("rdk_batch_new")
-        b.keep = 1  # rows point into librdkafka's messages: rdk._messages makes the one copy
-        return ffi.gc(b, lib.rdk_batch_free)
 
     def take(self, which: Any = None) -> Any:
         """A free buffer (``which`` one, if given); None once stopping.
@@ -82,7 +78,7 @@ class _BufferPool:
                     return which
                 if (which is None and not self._running.is_set()
                         and len(self._buffers) < QUEUE_DEPTH + 1 + EXTRA_BUFFERS):
-                    b = self._new_buffer()
+                    b = _fetch.new_batch(self._max_messages)
                     self._buffers.append(b)
                     return b
                 self._cond.wait(0.1)
@@ -99,7 +95,7 @@ class _BufferPool:
     def give_back(self, b: Any) -> None:
         """The consuming thread is done reading ``b``: it is free again (the librdkafka
         messages its rows point into are released now, not at its next fetch)."""
-        lib.rdk_batch_release(b)
+        _fetch.release_batch(b)
         with self._cond:
             self._converting -= 1
             self._free.append(b)
@@ -107,7 +103,7 @@ class _BufferPool:
 
     def put_back(self, b: Any) -> None:
         """A filled buffer nobody reads (all of it dropped): free again."""
-        lib.rdk_batch_release(b)
+        _fetch.release_batch(b)
         with self._cond:
             self._free.append(b)
             self._cond.notify_all()
@@ -123,7 +119,7 @@ class _BufferPool:
             buffers, self._buffers = self._buffers, []
             self._free.clear()
         for b in buffers:
-            ffi.release(b)
+            _fetch.free_batch(b)
 
 
 class FetchPipeline:
@@ -160,7 +156,7 @@ class FetchPipeline:
         self._stopping = stopping
         self._on_fatal = on_fatal
         self._settle = settle
-        self.expected = ffi.new("int64_t[]", [-1] * partition_count)
+        self.expected = _fetch.new_positions(partition_count)
         # per topic: (int64_t[] of next offsets, its length); replaced whole when it grows
         self._expected: dict[str, tuple[Any, int]] = {topic: (self.expected, partition_count)}
         self.fetched: dict[tuple[str, int], int] = {}
@@ -199,9 +195,7 @@ class FetchPipeline:
         if partition < n:
             return arr, n
         size = max(partition + 1, 2 * n)
-        new = ffi.new("int64_t[]", [-1] * size)
-        if n:
-            ffi.memmove(new, arr, n * ffi.sizeof("int64_t"))
+        new = _fetch.new_positions(size, arr, n)
         self._expected[topic] = (new, size)  # one assignment: readers see old or new whole
         if topic == self.topic:
             self.expected, self.partition_count = new, size
@@ -239,7 +233,7 @@ class FetchPipeline:
         before the pause, and a fetch call still collecting would hand out more after it
         (they would come again after resume()).
         """
-        lib.rd_kafka_queue_yield(self.fetcher.queue)
+        _fetch.wake(self.fetcher.queue)
         with self._fetch_lock:
             yield
 
@@ -305,10 +299,8 @@ class FetchPipeline:
 
     def _queue_filled(self, b: Any) -> bool:
         """Queue filled buffer ``b``; True if it carries messages over to its next fetch."""
-        np = b.n_parts
-        parts = list(zip(ffi.unpack(b.part_id, np), ffi.unpack(b.part_first, np),
-                         ffi.unpack(b.part_last, np), ffi.unpack(b.part_count, np), strict=True))
-        topic = ffi.string(b.topic).decode() or self.topic
+        named, parts = _fetch.batch_parts(b)
+        topic = named or self.topic
         fetched = self.fetched
         for p, _first, _last, count in parts:
             fetched[(topic, p)] = fetched.get((topic, p), 0) + count
@@ -323,7 +315,7 @@ class FetchPipeline:
             if code == PARTITION_EOF:
                 continue
             p, offset = int(b.partition[i]), int(b.offset[i])
-            topic = ffi.string(b.topic).decode() or self.topic
+            topic = _fetch.batch_topic(b) or self.topic
             err = KafkaError(code, error_text(b, i), context=f"consume {topic}[{p}] at offset {offset}")
             if code in _FATAL_FETCH_ERRORS:
                 self._on_fatal(err)
@@ -427,10 +419,9 @@ class FetchPipeline:
         kept: dict[int, int] = {}
         try:
             messages = build_messages(b, topic, self.decode)
-            reps = ffi.new("int64_t[2]")
             if dropped:
                 kept = {p: int(arr[p]) for p in dropped if p < n}
-            lib.rdk_batch_track(b, arr, n, reps, reps + 1)
+            repeats, misses = _fetch.track(b, arr, n)
         finally:
             pool.give_back(b)
         if dropped:
@@ -442,7 +433,7 @@ class FetchPipeline:
         handed = self.handed
         for p, _first, _last, count in parts:
             handed[(topic, p)] = handed.get((topic, p), 0) + count
-        return Batch(messages, int(reps[0]), int(reps[1]), topic, parts, self._settle)
+        return Batch(messages, repeats, misses, topic, parts, self._settle)
 
     # ---- closing -----------------------------------------------------------------------
     def close(self) -> bool:

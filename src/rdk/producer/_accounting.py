@@ -17,7 +17,8 @@ from itertools import count
 from typing import Any
 
 from .. import _binding
-from .._binding import ERROR_CODES, ffi
+from .._binding import ERROR_CODES
+from .._binding import produce as _produce
 from ..errors import KafkaError
 from ..message import Message
 from ._arrow import ArrowRows
@@ -213,8 +214,7 @@ class Ledger:
         will see them (on_delivery or delivery_report_callback).
         """
         sends = self._sends
-        sids = ffi.unpack(d.failed_send, n_failed)
-        codes = ffi.unpack(d.failed_err, n_failed)
+        sids, codes = _produce.failed_sends(d, n_failed)
         detailed: dict[int, SendState] = {}
         for sid, cnt in Counter(sids).items():
             st = sends.get(sid)
@@ -234,8 +234,7 @@ class Ledger:
         reporting = self._dr_cb is not None
         errors: dict[int, KafkaError] = {}
         items, counts = [], Counter[int]()
-        indices = ffi.unpack(d.failed_index, n_failed)
-        partitions = ffi.unpack(d.failed_partition, n_failed)
+        indices, partitions = _produce.failed_positions(d, n_failed)
         for sid, idx, code, part in zip(sids, indices, codes, partitions, strict=True):
             st = detailed.get(sid)
             if st is None:  # a send without callbacks (only when reporting is off), or unknown

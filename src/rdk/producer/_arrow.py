@@ -11,12 +11,13 @@ row number is recorded in ``failed_rows``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .._binding import ffi
+from .._binding import produce as _produce
 from ..message import Message
 
-_EMPTY = ffi.new("char[1]")  # a non-NULL pointer for an empty buffer
+_EMPTY = _produce.EMPTY  # a non-NULL pointer for an empty buffer
 
 
 class ArrowRows:
@@ -78,7 +79,7 @@ class ArrowRows:
         if not pc.sum(counts).as_py():
             return
         index = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(counts)])
-        args.header_index = _buffer_of(index, "int32_t[]", keep, 4)
+        args.header_index = _buffer_of(index, _produce.int32_view, keep, 4)
         flat = col.flatten()  # the non-null rows' entries, in order (slicing accounted for)
         names, values = flat.field("key"), flat.field("value")
         args.header_names, args.header_name_offsets = _binary(names, keep, pa, pc)
@@ -86,11 +87,11 @@ class ArrowRows:
         args.header_value_null = _null_flags(values, keep, pa, pc)
 
 
-def _buffer_of(arr: Any, ctype: str, keep: list, width: int) -> Any:
+def _buffer_of(arr: Any, view_of: Callable[[Any], Any], keep: list, width: int) -> Any:
     """A C pointer to the (null-free, fixed-width) ``arr``'s values, with its slice offset."""
     buf = arr.buffers()[1]
     keep.append(buf)
-    view = ffi.from_buffer(ctype, buf)
+    view = view_of(buf)
     keep.append(view)
     return view + arr.offset if arr.offset else view
 
@@ -106,12 +107,12 @@ def _binary(arr: Any, keep: list, pa: Any, pc: Any) -> tuple[Any, Any]:
     data = buffers[2]
     keep.append(data)
     if data is None or not data.size:
-        return _EMPTY, _buffer_of(offsets, "int64_t[]", keep, 8)
-    values = ffi.from_buffer(data)
+        return _EMPTY, _buffer_of(offsets, _produce.int64_view, keep, 8)
+    values = _produce.bytes_view(data)
     keep.append(values)
-    return values, _buffer_of(offsets, "int64_t[]", keep, 8)
+    return values, _buffer_of(offsets, _produce.int64_view, keep, 8)
 
 
 def _null_flags(arr: Any, keep: list, pa: Any, pc: Any) -> Any:
     """One byte per row, 1 where ``arr`` is null."""
-    return _buffer_of(pc.cast(pc.is_null(arr), pa.uint8()), "unsigned char[]", keep, 1)
+    return _buffer_of(pc.cast(pc.is_null(arr), pa.uint8()), _produce.flags_view, keep, 1)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._binding import Client, ffi
+from .._binding import Client
 from .._binding import produce as _produce
 
 log = logging.getLogger("rdk")
@@ -83,7 +83,7 @@ class Balancers:
             return self._c_balancer(client, topic, 10.0 if timeout is None else timeout)
         if not keyed and self._sticky_ms > 0:
             return self._sticky_balancer(client, topic)
-        return 0, ffi.NULL
+        return 0, _produce.NO_BALANCER
 
     def _c_balancer(self, client: Client, topic: str, timeout: float) -> tuple[int, Any]:
         entry = self._entries.get(topic)
@@ -101,7 +101,7 @@ class Balancers:
         if entry is None or time.monotonic() - entry[2] > _PARTITION_COUNT_TTL:
             self._want_lookup(client, topic)
             if entry is None:
-                return 0, ffi.NULL
+                return 0, _produce.NO_BALANCER
         return entry[0], entry[1]
 
     def _store(self, topic: str, cnt: int) -> tuple[int, Any, float]:

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _binding
-from .._binding import lib
-from .._binding.produce import MAX_TIMEOUT, PURGE_ALL, timeout_seconds  # noqa: F401 (the producer's modules take them from here)
+from .._binding.produce import MAX_TIMEOUT, PARTITION_UA, PURGE_ALL, timeout_seconds  # noqa: F401 (the producer's modules take them from here)
 from ..errors import ConfigError
 from ..validate import (
     check_bootstrap_rule,
@@ -24,7 +23,7 @@ from ._balancers import BALANCERS, topic_properties
 
 QUEUE_FULL_POLICIES = ("drop", "block", "raise")
 
-UA = lib.RD_KAFKA_PARTITION_UA
+UA = PARTITION_UA
 AUTH_PROBE = 0.5  # seconds: a drain notices an authentication failure this soon
 INT32_MAX = 0x7FFFFFFF
 ERR_STATE = _binding.ERROR_CODES["_STATE"]

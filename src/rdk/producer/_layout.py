@@ -15,11 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
-from .._binding import ffi
+from .._binding import produce as _produce
 from ..message import Message
 from ._arrow import ArrowRows
 
-_EMPTY = ffi.new("char[1]")  # a non-NULL pointer for all-empty buffers
+_EMPTY = _produce.EMPTY  # a non-NULL pointer for all-empty buffers
 _INT64_MAX = (1 << 63) - 1  # timestamps are int64 ms
 _MAX_BUFFER = 1 << 31  # int32 lengths: larger sends take int64 offsets
 
@@ -44,8 +44,8 @@ def layout(payloads: Sequence[Any], args: Any) -> list:
         # len() is the byte size for bytes, bytearray and byte-format memoryviews; any
         # other buffer (array, 2-D view) makes the total differ: lay it out item by item
         if sum(lengths) == len(joined) and len(joined) < _MAX_BUFFER:
-            values = ffi.from_buffer(joined) if joined else _EMPTY
-            value_lengths = ffi.from_buffer("int32_t[]", struct.pack(f"{len(lengths)}i", *lengths))
+            values = _produce.bytes_view(joined) if joined else _EMPTY
+            value_lengths = _produce.int32_view(struct.pack(f"{len(lengths)}i", *lengths))
             args.values = values
             args.value_lengths = value_lengths
             return [values, value_lengths]
@@ -59,12 +59,12 @@ def layout(payloads: Sequence[Any], args: Any) -> list:
 def restrict(args: Any, indices: array, total: int, keep: list) -> None:
     """Make ``args`` enqueue only the messages at ``indices`` (positions in the laid-out
     list of ``total`` messages), in that order; new buffers are appended to ``keep``."""
-    positions = ffi.from_buffer("int32_t[]", indices)
+    positions = _produce.int32_view(indices)
     keep.append(positions)
     args.indices = positions
-    if args.value_lengths != ffi.NULL:  # random access needs offsets
-        args.value_offsets = _offsets(ffi.unpack(args.value_lengths, total), keep)
-        args.value_lengths = ffi.NULL
+    lengths = _produce.take_lengths(args, total)  # random access needs offsets
+    if lengths is not None:
+        args.value_offsets = _offsets(lengths, keep)
     args.n = len(indices)
 
 
@@ -75,19 +75,19 @@ def _buffer(chunks: list, keep: list) -> Any:
     joined = b"".join(chunks)
     if not joined:
         return _EMPTY
-    buf = ffi.from_buffer(joined)
+    buf = _produce.bytes_view(joined)
     keep.append(buf)
     return buf
 
 
 def _offsets(lengths: Iterable[int], keep: list) -> Any:
-    buf = ffi.from_buffer("int64_t[]", array("q", list(accumulate(lengths, initial=0))))
+    buf = _produce.int64_view(array("q", list(accumulate(lengths, initial=0))))
     keep.append(buf)
     return buf
 
 
 def _nulls(flags: list, keep: list) -> Any:
-    buf = ffi.from_buffer("unsigned char[]", bytes(flags))
+    buf = _produce.flags_view(bytes(flags))
     keep.append(buf)
     return buf
 
@@ -179,7 +179,7 @@ def _layout_general(payloads: Sequence[Any], args: Any, keep: list) -> list:
         args.key_offsets = _offsets((len(k) if k is not None else 0 for k in keys), keep)
         args.key_null = _nulls([k is None for k in keys], keep)
     if any_ts:
-        stamps_buf = ffi.from_buffer("int64_t[]", array("q", stamps))
+        stamps_buf = _produce.int64_view(array("q", stamps))
         keep.append(stamps_buf)
         args.timestamps = stamps_buf
     if any_headers:
@@ -189,7 +189,7 @@ def _layout_general(payloads: Sequence[Any], args: Any, keep: list) -> list:
 
 def _layout_headers(headers: list, args: Any, keep: list) -> None:
     flat = [h for hs in headers if hs for h in hs]
-    index = ffi.from_buffer("int32_t[]", array(
+    index = _produce.int32_view(array(
         "i", list(accumulate((len(hs) if hs else 0 for hs in headers), initial=0))))
     keep.append(index)
     args.header_index = index

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
-from .._binding import ffi
 from .._binding import produce as _produce
 from ..errors import ClosedError, QueueFullError, TransactionError
 from ..validate import check_callable, check_timeout, check_topic_name
@@ -61,14 +60,14 @@ class Sender:
         ``wait_for_room=False`` (rdk.aio): a full queue raises QueueFullError, as under
         ``on_queue_full="raise"``, and the caller waits for room itself."""
         p = self._s
-        args = ffi.new("rdk_produce_args *")
+        args = _produce.new_args()
         buffers = layout(payloads, args)  # validates every payload before anything is enqueued
         self.topics_ok.add(topic)
         n = len(payloads)
         deadline = None if timeout is None else time.monotonic() + timeout
         if part == UA:
             args.partition_cnt, args.balancer = p.balancers.choose(
-                p.client, topic, args.keys != ffi.NULL, timeout)
+                p.client, topic, _produce.has_keys(args), timeout)
         state = p.ledger.new_send(payloads, topic, None if part == UA else part, on_delivery, buffers)
         args.rk = p.rk
         args.partition = part
@@ -143,14 +142,11 @@ class Sender:
         try:
             while True:
                 gen = p.ledger.dr_gen
-                errs = ffi.new("int32_t[]", args.n)
-                args.errs = errs
-                got = _produce.produce_batch(args)
+                got, codes = _produce.produce_refused(args)
                 enqueued += got
                 if got == args.n:
                     return enqueued
                 p.ledger.adjust_outstanding(got - args.n)  # only what librdkafka took is outstanding
-                codes = ffi.unpack(errs, args.n)
                 failed = list(compress(range(args.n), codes))
                 queue_full = [call_index[p] for p in failed if codes[p] == ERR_QUEUE_FULL]
                 refused += [(call_index[p], codes[p]) for p in failed if codes[p] != ERR_QUEUE_FULL]

@@ -1,7 +1,6 @@
 """What a share group delivers: :class:`ShareMessage`, :class:`ShareBatch` (and its
-acknowledgement types ACCEPT/RELEASE/REJECT), :class:`ShareStats`, and the rows of a C
-batch (``rdk_share_fill``, src/rdk/_share.c) turned into ShareMessage tuples with
-``map``/``zip``.
+acknowledgement types ACCEPT/RELEASE/REJECT) and :class:`ShareStats` (the rows of a C batch
+become ShareMessages in :func:`rdk._binding.messages.share_messages`).
 """
 
 from __future__ import annotations
@@ -9,15 +8,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice, repeat
-from typing import Any
 
-from .._binding import ffi
 from .._fields import tuple_field
 from ..message import Message
 
-__all__ = ["ACCEPT", "REJECT", "RELEASE", "ShareBatch", "ShareMessage", "ShareStats",
-           "build_messages"]
+__all__ = ["ACCEPT", "REJECT", "RELEASE", "ShareBatch", "ShareMessage", "ShareStats"]
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 ACK_NAMES = {ACCEPT: "accepted", RELEASE: "released", REJECT: "rejected"}
@@ -164,47 +159,3 @@ class ShareBatch:
 
     def __repr__(self) -> str:
         return f"<ShareBatch {len(self.messages)} messages>"
-
-
-# ---- the rows of a filled rdk_share_batch ------------------------------------------------
-
-def _slices(data_ptr: Any, offsets_ptr: Any, n: int) -> list[bytes]:
-    offs = ffi.unpack(offsets_ptr, n + 1)
-    data = ffi.buffer(data_ptr, offs[n])[:] if offs[n] else b""
-    return [data[a:z] for a, z in zip(offs, islice(offs, 1, None), strict=False)]
-
-
-def _nulls(flags_ptr: Any, n: int) -> list[int]:
-    flags = ffi.buffer(flags_ptr, n)[:]
-    return [i for i, f in enumerate(flags) if f] if b"\x01" in flags else []
-
-
-def build_messages(b: Any, decode: str | None) -> list[ShareMessage]:
-    """The rows of a filled rdk_share_batch as ShareMessages (columns, then map/zip)."""
-    n = b.n
-    values: list[Any] = _slices(b.values, b.value_offsets, n)
-    if decode:
-        values = list(map(str, values, repeat(decode), repeat("replace")))
-    for i in _nulls(b.value_null, n):
-        values[i] = None
-    keys: list[Any] = _slices(b.keys, b.key_offsets, n)
-    for i in _nulls(b.key_null, n):
-        keys[i] = None
-    headers: Any = repeat(None)
-    if b.n_headers:
-        nh = b.n_headers
-        names = [s.decode("utf-8", "replace") for s in _slices(b.header_names, b.header_name_offsets, nh)]
-        hvalues: list[Any] = _slices(b.header_values, b.header_value_offsets, nh)
-        for i in _nulls(b.header_value_null, nh):
-            hvalues[i] = None
-        pairs = list(zip(names, hvalues, strict=True))
-        index = ffi.unpack(b.header_index, n + 1)
-        headers = [pairs[a:z] if z > a else None
-                   for a, z in zip(index, islice(index, 1, None), strict=False)]
-    timestamps = [None if t < 0 else t for t in ffi.unpack(b.timestamp, n)]
-    names_by_index = [ffi.string(b.topic_names[t]).decode() for t in range(b.n_topics)]
-    topics = [names_by_index[t] for t in ffi.unpack(b.topic, n)] if b.n_topics > 1 \
-        else repeat(names_by_index[0])
-    return list(map(tuple.__new__, repeat(ShareMessage), zip(
-        values, keys, headers, timestamps, topics, ffi.unpack(b.partition, n),
-        ffi.unpack(b.offset, n), ffi.unpack(b.delivery_count, n), strict=False)))

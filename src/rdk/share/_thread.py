@@ -22,12 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _binding
-from .._binding import ffi
 from .._binding import share as _share
+from .._binding.messages import share_messages
 from .._lifecycle import AfterLoop
 from .._loop_thread import LoopThread
 from ..errors import KafkaError
-from ._messages import ACCEPT, ACK_NAMES, RELEASE, ShareBatch, ShareStats, build_messages
+from ._messages import ACCEPT, ACK_NAMES, RELEASE, ShareBatch, ShareMessage, ShareStats
 
 __all__ = ["ShareCounts", "ShareThread"]
 
@@ -139,9 +139,9 @@ class ShareThread:
                               cbatch.n_errors, KafkaError(cbatch.first_err))
         if cbatch.n == 0:
             return
-        messages = build_messages(cbatch, self.decode)
+        messages = share_messages(cbatch, self.decode, ShareMessage)
         info = ShareBatch(messages)
-        redelivered = sum(1 for c in ffi.unpack(cbatch.delivery_count, cbatch.n) if c > 1)
+        redelivered = sum(1 for c in _share.share_delivery_counts(cbatch) if c > 1)
         counts = self.counts.counts
         with self.counts.lock:
             counts.delivered += len(messages)
@@ -172,7 +172,7 @@ class ShareThread:
                               "records again, and its acknowledgements may not count",
                               self.group_id, len(types), took, self.lock_seconds)
         if failed:
-            errs = ffi.unpack(cbatch.ack_err, cbatch.n)
+            errs = _share.share_ack_errors(cbatch)
             first = next(e for e in errs if e)
             self._log_limited(logging.WARNING, ("ack", first),
                               "share consumer of group %s: %d of %d acknowledgements refused "

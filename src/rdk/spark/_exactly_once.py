@@ -207,9 +207,6 @@ def copy_committed(opts: WriteOptions, staging_partitions: int, messages: list,
     """
     from ..producer import Producer
     from ..transactions import GroupMetadata
-    from .planner import OffsetRange
-    from .reader import read_range
-    from .writer import TaskProducer
 
     staged = [m for m in messages if isinstance(m, StagedCommitMessage)]
     if not staged:
@@ -230,25 +227,12 @@ def copy_committed(opts: WriteOptions, staging_partitions: int, messages: list,
             log.info("rdkafka sink: micro-batch %d of %s was copied before", batch_id, name)
             return 0
         parts = list(range(staging_partitions))
-        starts = {p: last + 1 for p, last in _committed(opts, name, staging, parts).items()}
-        with _admin(opts) as admin:
-            ends = {p: admin.watermarks(staging, p)[1] for p in parts}
-            starts = {p: starts.get(p, admin.watermarks(staging, p)[0]) for p in parts}
+        starts, ends = _staging_range(opts, name, staging, parts)
         want = {m.attempt.encode(): m.rows for m in staged}
-        read_opts = parse_read_options(
-            {**{f"kafka.{k}": v for k, v in opts.kafka.items() if k.startswith(_SHARED)},
-             "assign": json.dumps({staging: parts}), "includeHeaders": "true"}, streaming=False)
         producer.begin_transaction()
         in_transaction = True
-        out = TaskProducer(WriteOptions(kafka=opts.kafka, topic=topic), producer)
-        got: Counter = Counter()
-        keys = pa.array(list(want), pa.binary())
-        for p in parts:
-            for batch in read_range(read_opts, OffsetRange(staging, p, starts[p], ends[p])):
-                rows = _attempt_rows(batch, keys, got)
-                if rows is not None:
-                    out.send_batch(rows)
-        out.finish()
+        got = _copy_attempts(opts, producer, staging, {p: (starts[p], ends[p]) for p in parts},
+                             list(want))
         if got != Counter(want):
             missing = {k.decode(): (want[k], got.get(k, 0)) for k in want if got.get(k, 0) != want[k]}
             raise RdkError(f"rdkafka sink: staging topic {staging!r} does not hold the rows "
@@ -268,6 +252,42 @@ def copy_committed(opts: WriteOptions, staging_partitions: int, messages: list,
             except Exception:  # the next driver's init_transactions aborts it
                 log.debug("rdkafka sink: aborting the copy of %s failed", name, exc_info=True)
         producer.stop(5.0)
+
+
+def _staging_range(opts: WriteOptions, name: str, staging: str,
+                   parts: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """(first offset to copy, end offset) per staging partition: after what the last copy
+    committed (else the partition's low watermark), up to its high watermark."""
+    starts = {p: last + 1 for p, last in _committed(opts, name, staging, parts).items()}
+    with _admin(opts) as admin:
+        ends = {p: admin.watermarks(staging, p)[1] for p in parts}
+        starts = {p: starts.get(p, admin.watermarks(staging, p)[0]) for p in parts}
+    return starts, ends
+
+
+def _copy_attempts(opts: WriteOptions, producer: Any, staging: str,
+                   ranges: dict[int, tuple[int, int]], attempts: list[bytes]) -> Counter:
+    """Send the rows of ``staging``'s ``ranges`` ({partition: (start, end)}) staged by one of
+    ``attempts`` to ``opts.topic`` (in the producer's open transaction); the rows found per
+    attempt."""
+    from .planner import OffsetRange
+    from .reader import read_range
+    from .writer import TaskProducer
+
+    read_opts = parse_read_options(
+        {**{f"kafka.{k}": v for k, v in opts.kafka.items() if k.startswith(_SHARED)},
+         "assign": json.dumps({staging: sorted(ranges)}), "includeHeaders": "true"},
+        streaming=False)
+    out = TaskProducer(WriteOptions(kafka=opts.kafka, topic=opts.topic), producer)
+    got: Counter = Counter()
+    keys = pa.array(attempts, pa.binary())
+    for p, (start, end) in ranges.items():
+        for batch in read_range(read_opts, OffsetRange(staging, p, start, end)):
+            rows = _attempt_rows(batch, keys, got)
+            if rows is not None:
+                out.send_batch(rows)
+    out.finish()
+    return got
 
 
 def _attempt_rows(batch: pa.RecordBatch, attempts: pa.Array, got: Counter) -> pa.RecordBatch | None:
