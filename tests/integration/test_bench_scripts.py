@@ -112,7 +112,7 @@ def test_spark_bench_runs_every_scenario_against_the_jvm_connector(kafka_cluster
 
 @pytest.mark.spark
 @pytest.mark.kafka
-def test_spark_latency_times_rows_through_both_connectors(kafka_cluster, tmp_path):
+def test_spark_latency_times_rows_from_produce_to_foreach_batch(kafka_cluster, tmp_path):
     """Issue 37: produce -> foreachBatch latency on the session's Apache Kafka, rdkafka only
     (each connector is a driver process of its own, ~30 s: the JVM connector's run differs
     only in the format's name, and the differential tests cover that connector)."""
