@@ -255,3 +255,15 @@ def test_topic_level_offsets_resolve_against_the_partitions_read(mock_broker, ne
         (a, 1, 0, 4), (b, 0, 0, 5)])
     with pytest.raises(ConfigError, match="gives topic 'nope' an offset, but this query reads"):
         plan(startingOffsets=json.dumps({a: "earliest", b: "earliest", "nope": "earliest"}))
+
+
+def test_the_reading_handle_does_not_long_poll_past_its_range_unless_told():
+    """A Fetch past a range's end only long-polls, and librdkafka sends a broker no other Fetch
+    while one is in flight: on a cached client the next task waited out fetch.wait.max.ms
+    (500 ms by default) before its first record. The reader asks for 10 ms; a user's
+    kafka.fetch.wait.max.ms still wins."""
+    from rdk.spark.reader import consumer_properties
+
+    assert consumer_properties(parse_read_options(BASE, streaming=True))[0]["fetch.wait.max.ms"] == "10"
+    o = parse_read_options({**BASE, "kafka.fetch.wait.max.ms": "250"}, streaming=False)
+    assert consumer_properties(o)[0]["fetch.wait.max.ms"] == "250"

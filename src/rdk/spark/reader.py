@@ -70,6 +70,10 @@ def consumer_properties(opts: ReadOptions) -> tuple[dict[str, str], dict[str, st
         # librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (1 s) once
         # queued.min.messages are buffered; a task drains that in milliseconds
         "fetch.queue.backoff.ms": "10",
+        # a range ends at offsets that exist: a Fetch past them only long-polls, and while
+        # one is in flight to a broker librdkafka sends that broker no other Fetch, so the
+        # next task on this (cached) client waited out fetch.wait.max.ms (500 ms) first
+        "fetch.wait.max.ms": "10",
         **glob,
     }
     glob["enable.partition.eof"] = "true"
