@@ -268,3 +268,81 @@ def test_flush_and_stop_are_answered_at_once_when_there_is_nothing_to_do(cluster
 
     flushed, first, second, p = asyncio.run(main())
     assert (flushed, first, second) == (0, 0, 0) and p.producer._client.closed
+
+
+def test_a_send_while_an_auth_failure_is_current_raises_it_naming_the_send(cluster):
+    """The event thread probes the failure before the send (a metadata request, never on
+    the loop; no broker answers): the send raises it with its topic, and enqueues nothing."""
+    probes: list[str] = []
+
+    async def main():
+        async with _two_queued(cluster, hold=False) as (p, send, gate):
+            real = p.producer._closer.auth_failed
+
+            def spy(what):
+                probes.append(threading.current_thread().name)
+                return real(what)
+            p.producer._closer.auth_failed = spy
+            p.producer._client.auth_failure = _auth()
+            with pytest.raises(KafkaError) as info:
+                await p.send("ew", 0, [b"refused"])
+            queued = p.producer.send_queue_length
+            p.producer._client.auth_failure = None
+            await _deliver_and_stop(cluster, p, send, gate)
+            return info.value, queued
+
+    error, queued = asyncio.run(main())
+    assert (error.name, error.context, queued) == ("_AUTHENTICATION", "send to 'ew'", 2)
+    assert len(probes) == 1 and probes[0].startswith("rdk-events-")
+    assert str(error) == (f"send to 'ew': _AUTHENTICATION: authentication with broker "
+                          f"{cluster.bootstrap_servers} failed: bad password")
+
+
+def test_a_waiting_flush_reports_the_failures_its_wait_saw(cluster):
+    """The report of a refused message comes while the flush waits (the event thread is
+    held until the flush is registered): the flush counts it as failed, nothing queued."""
+    gate, entered = threading.Event(), threading.Event()
+
+    def held(delivered, failures):
+        entered.set()
+        gate.wait(DEADLINE)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1) as p:
+            try:
+                p.producer.send("ew", 0, [b"m0"], on_delivery=held)
+                assert entered.wait(DEADLINE)
+                cluster.push_request_errors("Produce", ["INVALID_RECORD"])
+                send = asyncio.create_task(p.send("ew", 0, [b"bad"]))
+                flush = asyncio.create_task(p.flush(DEADLINE))
+                await _until(lambda: p._work._flushes)
+            finally:
+                gate.set()
+            result = await asyncio.wait_for(flush, DEADLINE)
+            return result, await asyncio.wait_for(send, DEADLINE)
+
+    result, delivery = asyncio.run(main())
+    assert (result, result.queued, result.failed) == (1, 0, 1)
+    assert [e.name for _, e in delivery.failures] == ["INVALID_RECORD"]
+
+
+def test_the_documented_default_timeouts_are_the_ones_handed_on(cluster, monkeypatch):
+    """partition_count's 10 s and flush's and stop's 15 s reach the event thread's work."""
+    handed: list[tuple] = []
+
+    async def main():
+        p = aio.Producer(cluster.bootstrap_servers)
+        w = p._work
+        for name in ("call", "flush", "stop"):
+            real = getattr(w, name)
+
+            def spy(*args, _real=real, _name=name):
+                handed.append((_name, args[1] if _name == "call" else args[0]))
+                return _real(*args)
+            monkeypatch.setattr(w, name, spy)
+        assert await p.partition_count("ew") == 1
+        assert await p.flush() == 0
+        assert await p.stop() == 0
+
+    asyncio.run(main())
+    assert handed == [("call", 10.0), ("flush", 15.0), ("stop", 15.0)]
