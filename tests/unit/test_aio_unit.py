@@ -499,6 +499,9 @@ def test_two_tasks_starting_one_consumer_start_it_once_and_raise_on_no_thread(
                     await asyncio.sleep(0.005)  # until both starters wait for the lock
             done = await asyncio.gather(*tasks, return_exceptions=True)
             starters = [t for t in threading.enumerate() if t.name == name]
+            # daemon, as rdk.Consumer's own fetch thread: a consumer never stopped does
+            # not keep the program from exiting
+            assert starters and all(t.daemon for t in starters)
             return done, starters
 
     done, starters = asyncio.run(main())
