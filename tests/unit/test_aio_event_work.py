@@ -365,3 +365,34 @@ def test_the_documented_default_timeouts_are_the_ones_handed_on(cluster, monkeyp
 
     asyncio.run(main())
     assert handed == [("call", 10.0), ("flush", 15.0), ("stop", 15.0)]
+
+
+def test_a_flush_whose_loop_was_closed_meanwhile_is_dropped_quietly(cluster, caplog):
+    """The loop a flush waited on is closed before the event thread settles it: nothing is
+    handed to that loop, nothing is logged, and the producer goes on for another loop."""
+    gate, entered = threading.Event(), threading.Event()
+
+    def held(delivered, failures):
+        entered.set()
+        gate.wait(DEADLINE)
+
+    p = aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1)
+    p.producer.send("ew", 0, [b"m0"], on_delivery=held)
+    assert entered.wait(DEADLINE)
+    gone = asyncio.new_event_loop()
+    try:
+        flush = gone.create_task(p.flush(DEADLINE))
+        gone.run_until_complete(_until(lambda: p._work._flushes))
+    finally:
+        gone.close()  # (the flush task is left pending: its loop is gone)
+    with caplog.at_level(logging.WARNING, "rdk"):
+        gate.set()  # the callback returns: the flush's future is settled on a closed loop
+
+        async def main():
+            assert await p.send("ew", 0, [b"later"]) == (1, [])
+            assert await p.flush(DEADLINE) == 0
+            return await p.stop()
+
+        assert asyncio.run(main()) == 0
+    assert not flush.done()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
