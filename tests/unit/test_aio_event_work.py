@@ -220,14 +220,14 @@ def test_a_lookup_is_retried_on_timed_out_and_transport_until_its_deadline(clust
             steps.clear()
             with pytest.raises(KafkaError) as info:  # always _TIMED_OUT: until the deadline
                 await w.call(failing(*["_TIMED_OUT"] * 10_000), 0.3, "x")
-            got.append(info.value.name)
+            got.append(str(info.value))  # fn's own error, not the wait's
             short = list(steps)
             assert w._calls == []
             return got, calls, short
 
     got, calls, short = asyncio.run(main())
     assert got == [7, "KafkaError:UNKNOWN_TOPIC_OR_PART: UNKNOWN_TOPIC_OR_PART", "ValueError:bad",
-                   "_TIMED_OUT"]
+                   "_TIMED_OUT: _TIMED_OUT"]
     assert calls == [3, 1, 1]
     assert len(threads) == 1 and next(iter(threads)).startswith("rdk-events-")
     # each attempt may take the time left, at most a second, never nothing
@@ -396,3 +396,27 @@ def test_a_flush_whose_loop_was_closed_meanwhile_is_dropped_quietly(cluster, cap
         assert asyncio.run(main()) == 0
     assert not flush.done()
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_flush_timing_out_with_nothing_queued_returns_zero_despite_an_auth_failure(cluster):
+    """Only a callback is still running (nothing queued): the timeout's result is 0, and a
+    reported authentication failure is not raised (it concerns queued messages only)."""
+    gate, entered = threading.Event(), threading.Event()
+
+    def held(delivered, failures):
+        entered.set()
+        gate.wait(DEADLINE)
+
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1) as p:
+            try:
+                p.producer.send("ew", 0, [b"m0"], on_delivery=held)
+                assert entered.wait(DEADLINE)
+                p.producer._client.auth_failure = _auth()
+                return await p.flush(0.2)
+            finally:
+                p.producer._client.auth_failure = None
+                gate.set()
+
+    result = asyncio.run(main())
+    assert (result, result.queued, result.failed) == (0, 0, 0)

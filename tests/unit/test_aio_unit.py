@@ -533,3 +533,28 @@ def test_share_consumer_stop_hands_the_share_thread_and_its_first_stop_on(monkey
         monkeypatch.undo()
         asyncio.run(c.stop())
     assert seen == [(30.0, None, None), (5, "stop 1", "the share thread's")]
+
+
+def test_consumer_stop_hands_its_fetch_thread_and_its_first_stop_on(monkeypatch, tmp_path):
+    """As ShareConsumer.stop: the timeout (30 s by default), the stop begun before, and the
+    fetch thread's after_loop once the pipeline exists (None before the start)."""
+    from rdk.aio import _consumer as aio_consumer
+
+    seen: list[tuple] = []
+
+    async def spy(consumer, timeout, stopped, after_loop):
+        seen.append((timeout, stopped, after_loop()))
+        return f"stop {len(seen)}"
+
+    monkeypatch.setattr(aio_consumer, "stop_and_wait", spy)
+    c = aio.Consumer("localhost:1", "aio-unit", tmp_path)
+    threads = c.consumer._threads
+    try:
+        asyncio.run(c.stop())
+        threads.pipeline = type("Pipeline", (), {"after_loop": "the fetch thread's"})()
+        asyncio.run(c.stop(5))
+    finally:
+        threads.pipeline, c._stopped = None, None
+        monkeypatch.undo()
+        asyncio.run(c.stop())
+    assert seen == [(30.0, None, None), (5, "stop 1", "the fetch thread's")]
