@@ -42,20 +42,27 @@ async def _until(condition) -> None:
     await asyncio.wait_for(poll(), DEADLINE)
 
 
+def _hold_event_thread(p, gate: threading.Event) -> None:
+    """Hold ``p``'s event thread inside an ``on_delivery`` callback until ``gate`` is set."""
+    entered = threading.Event()
+
+    def held(delivered, failures):
+        entered.set()
+        gate.wait(DEADLINE)
+    p.producer.send("ew", 0, [b"m0"], on_delivery=held)
+    assert entered.wait(DEADLINE)
+
+
 @contextlib.asynccontextmanager
 async def _two_queued(cluster, *, hold: bool):
     """An aio producer with two messages queued for a leader that is down (the send a task),
     its event thread held inside an ``on_delivery`` callback if ``hold``. Yields
     ``(producer, send task, gate)``; on leaving, the gate is opened and the leader is up."""
-    gate, entered = threading.Event(), threading.Event()
+    gate = threading.Event()
     p = aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1)
     try:
         if hold:
-            def held(delivered, failures):
-                entered.set()
-                gate.wait(DEADLINE)
-            p.producer.send("ew", 0, [b"m0"], on_delivery=held)
-            assert entered.wait(DEADLINE)
+            _hold_event_thread(p, gate)
         else:
             assert await p.send("ew", 0, [b"m0"]) == (1, [])
         cluster.broker_set_down(1)
@@ -320,17 +327,12 @@ def test_a_send_while_an_auth_failure_is_current_raises_it_naming_the_send(clust
 def test_a_waiting_flush_reports_the_failures_its_wait_saw(cluster):
     """The report of a refused message comes while the flush waits (the event thread is
     held until the flush is registered): the flush counts it as failed, nothing queued."""
-    gate, entered = threading.Event(), threading.Event()
-
-    def held(delivered, failures):
-        entered.set()
-        gate.wait(DEADLINE)
+    gate = threading.Event()
 
     async def main():
         async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1) as p:
             try:
-                p.producer.send("ew", 0, [b"m0"], on_delivery=held)
-                assert entered.wait(DEADLINE)
+                _hold_event_thread(p, gate)
                 cluster.push_request_errors("Produce", ["INVALID_RECORD"])
                 send = asyncio.create_task(p.send("ew", 0, [b"bad"]))
                 flush = asyncio.create_task(p.flush(DEADLINE))
@@ -370,15 +372,10 @@ def test_the_documented_default_timeouts_are_the_ones_handed_on(cluster, monkeyp
 def test_a_flush_whose_loop_was_closed_meanwhile_is_dropped_quietly(cluster, caplog):
     """The loop a flush waited on is closed before the event thread settles it: nothing is
     handed to that loop, nothing is logged, and the producer goes on for another loop."""
-    gate, entered = threading.Event(), threading.Event()
-
-    def held(delivered, failures):
-        entered.set()
-        gate.wait(DEADLINE)
+    gate = threading.Event()
 
     p = aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1)
-    p.producer.send("ew", 0, [b"m0"], on_delivery=held)
-    assert entered.wait(DEADLINE)
+    _hold_event_thread(p, gate)
     gone = asyncio.new_event_loop()
     try:
         flush = gone.create_task(p.flush(DEADLINE))
@@ -401,17 +398,12 @@ def test_a_flush_whose_loop_was_closed_meanwhile_is_dropped_quietly(cluster, cap
 def test_a_flush_timing_out_with_nothing_queued_returns_zero_despite_an_auth_failure(cluster):
     """Only a callback is still running (nothing queued): the timeout's result is 0, and a
     reported authentication failure is not raised (it concerns queued messages only)."""
-    gate, entered = threading.Event(), threading.Event()
-
-    def held(delivered, failures):
-        entered.set()
-        gate.wait(DEADLINE)
+    gate = threading.Event()
 
     async def main():
         async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1) as p:
             try:
-                p.producer.send("ew", 0, [b"m0"], on_delivery=held)
-                assert entered.wait(DEADLINE)
+                _hold_event_thread(p, gate)
                 p.producer._client.auth_failure = _auth()
                 return await p.flush(0.2)
             finally:
