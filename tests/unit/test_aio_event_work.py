@@ -340,11 +340,18 @@ def test_a_waiting_flush_reports_the_failures_its_wait_saw(cluster):
             finally:
                 gate.set()
             result = await asyncio.wait_for(flush, DEADLINE)
-            return result, await asyncio.wait_for(send, DEADLINE)
+            delivery = await asyncio.wait_for(send, DEADLINE)
+            # reported before the flush: its fast path (nothing outstanding) counts it too
+            cluster.push_request_errors("Produce", ["INVALID_RECORD"])
+            assert (await p.send("ew", 0, [b"bad2"])).failures
+            await _until(p.producer._s.ledger.settled)  # (its callback has returned)
+            later = await p.flush(DEADLINE)
+            return result, delivery, later
 
-    result, delivery = asyncio.run(main())
+    result, delivery, later = asyncio.run(main())
     assert (result, result.queued, result.failed) == (1, 0, 1)
     assert [e.name for _, e in delivery.failures] == ["INVALID_RECORD"]
+    assert (later, later.queued, later.failed) == (1, 0, 1)
 
 
 def test_the_documented_default_timeouts_are_the_ones_handed_on(cluster, monkeypatch):
