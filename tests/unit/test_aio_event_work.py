@@ -140,8 +140,12 @@ def test_a_stop_whose_event_thread_is_held_closes_without_it(cluster, caplog):
     async def main():
         async with _two_queued(cluster, hold=True) as (p, send, gate):
             events = p.producer._client.event_thread
+            flush = asyncio.create_task(p.flush(DEADLINE))  # still waiting at the close
+            await _until(lambda: p._work._flushes)
             with caplog.at_level(logging.WARNING, "rdk"):
-                result = await p.stop(0.2)
+                result = await asyncio.wait_for(p.stop(0.2), DEADLINE)
+            flushed = await asyncio.wait_for(flush, DEADLINE)
+            assert (flushed, flushed.queued, flushed.failed) == (2, 2, 0)
             assert p.producer._client.closed
             with pytest.raises(ClosedError):
                 await p.flush(1)
@@ -249,6 +253,8 @@ def test_a_lookup_asked_once_the_stop_began_is_refused(cluster):
             with pytest.raises(ClosedError, match=r"^Producer is stopped: it cannot be used "
                                                    r"after stop\(\)$"):
                 await p._work.call(lambda step: 1, 1.0, "x")
+            with pytest.raises(ClosedError):  # nor a send, while the stop is under way
+                await p.send("ew", 0, [b"late"])
             assert p._work._calls == []
             gate.set()
             cluster.broker_set_up(1)

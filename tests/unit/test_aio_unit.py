@@ -558,3 +558,17 @@ def test_consumer_stop_hands_its_fetch_thread_and_its_first_stop_on(monkeypatch,
         monkeypatch.undo()
         asyncio.run(c.stop())
     assert seen == [(30.0, None, None), (5, "stop 1", "the fetch thread's")]
+
+
+def test_a_send_under_drop_goes_to_the_partition_given(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                balancer="round_robin") as p:
+            return await p.send("aio-unit", 1, [b"p1"] * 3)
+
+    with rdk.Admin(cluster.bootstrap_servers) as admin:
+        before = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+        got = asyncio.run(main())
+        after = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+    assert got == (3, [])
+    assert [a - b for a, b in zip(after, before, strict=True)] == [0, 3]
