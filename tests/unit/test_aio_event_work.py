@@ -276,7 +276,8 @@ def test_a_stop_ends_the_flushes_and_lookups_still_waiting(cluster):
             await _until(lambda: p._work._flushes and p._work._calls)
             result = await p.stop(0.5)  # the leader stays down: the stop purges
             flushed = await asyncio.wait_for(flush, DEADLINE)
-            with pytest.raises(ClosedError):
+            with pytest.raises(ClosedError, match=r"^Producer is stopped: it cannot be used "
+                                                   r"after stop\(\)$"):
                 await asyncio.wait_for(lookup, DEADLINE)
             delivery = await asyncio.wait_for(send, DEADLINE)
             return result, flushed, delivery
