@@ -36,11 +36,17 @@ declare -A MODULES=(
   [share_ack]="src/rdk/share/_messages.py src/rdk/share/_thread.py|tests/unit/test_share_messages.py tests/unit/test_share_ack.py|rdk.share._messages.xǁShareBatchǁ* rdk.share._thread.xǁShareThreadǁ_one_batch__* rdk.share._thread.xǁShareThreadǁ_deliver__* rdk.share._thread.xǁShareThreadǁ_wait_future__* rdk.share._thread.xǁShareThreadǁ_handoff_put__* rdk.share._thread.xǁShareThreadǁack_failed__* rdk.share._thread.xǁShareThreadǁserve_collected__* rdk.share._thread.xǁShareCountsǁ*"
   [settle]="src/rdk/consumer/_tracker.py src/rdk/consumer/_progress.py src/rdk/consumer/_batch.py|tests/unit/test_tracker.py tests/unit/test_progress.py|rdk.consumer._tracker.* rdk.consumer._progress.xǁProgressǁ* rdk.consumer._progress.xǁTopicTrackersǁ* rdk.consumer._batch.xǁBatchǁcommit__* rdk.consumer._batch.xǁBatchǁcommit_through__*"
   [supervision]="src/rdk/_worker_supervision.py|tests/unit/test_worker_supervision.py"
-  # aio: the mock-cluster tests of tests/integration/test_aio_*.py (none needs a broker
-  # process); ShareConsumer._next is left out (share groups need Apache Kafka, which the
-  # integration tests run)
-  [aio]="src/rdk/aio/*|tests/unit/test_aio_unit.py tests/integration/test_aio_waits.py tests/integration/test_aio_producer.py::test_failures_come_back_as_messages_with_their_errors tests/integration/test_aio_producer.py::test_block_policy_waits_for_room_off_the_event_loop tests/integration/test_aio_producer.py::test_block_policy_gives_up_at_timeout_with_the_refused_messages_as_failures tests/integration/test_aio_producer.py::test_cancelled_waiter_does_not_break_the_producer[mock] tests/integration/test_aio_consumer.py::test_a_cancelled_wait_loses_no_batch_and_the_loop_keeps_running tests/integration/test_aio_consumer.py::test_pause_holds_a_waiting_task_and_resume_wakes_it tests/integration/test_aio_consumer.py::test_seek_through_rdk_aio_reads_again_from_the_offset tests/integration/test_aio_consumer.py::test_an_error_that_stops_fetching_is_raised_to_the_waiting_task tests/integration/test_aio_consumer.py::test_group_mode_runs_coroutine_rebalance_callbacks_on_the_loop tests/integration/test_aio_consumer.py::test_receive_callback_is_refused_and_options_are_checked_as_rdk_consumer_does tests/integration/test_aio_consumer.py::test_resume_wakes_a_task_waiting_while_batches_were_buffered|rdk.aio._producer.* rdk.aio._consumer.* rdk.aio._share.xǁShareBatchǁ* rdk.aio._share.xǁShareConsumerǁ__init__* rdk.aio._share.xǁShareConsumerǁconsumer* rdk.aio._share.xǁShareConsumerǁbatches* rdk.aio._share.xǁShareConsumerǁ__aiter__* rdk.aio._share.xǁShareConsumerǁstop* rdk.aio._share.xǁShareConsumerǁerror* rdk.aio._share.xǁShareConsumerǁ__a* rdk.aio._share.xǁShareConsumerǁ__repr__*"
+  # aio: every module of src/rdk/aio/ (the event thread's work of _event_work.py included) with
+  # the unit tests, tests/integration/test_aio_waits.py (librdkafka's mock cluster) and the
+  # mock-cluster tests of test_aio_{producer,consumer}.py ([mock] of those run on every broker
+  # kind; no broker process). ShareConsumer._next is left out (share groups need Apache Kafka,
+  # which tests/integration/test_share_consumer.py runs).
+  [aio]="src/rdk/aio/*|tests/unit/test_aio_unit.py tests/unit/test_aio_event_work.py tests/integration/test_aio_waits.py tests/integration/test_aio_producer.py::test_await_send_resolves_with_the_calls_accounting[mock] tests/integration/test_aio_producer.py::test_failures_come_back_as_messages_with_their_errors tests/integration/test_aio_producer.py::test_block_policy_waits_for_room_off_the_event_loop tests/integration/test_aio_producer.py::test_cancelled_waiter_does_not_break_the_producer[mock] tests/integration/test_aio_producer.py::test_block_policy_gives_up_at_timeout_with_the_refused_messages_as_failures tests/integration/test_aio_consumer.py::test_async_for_reads_everything_and_leaving_async_with_records_committed_batches[mock] tests/integration/test_aio_consumer.py::test_an_uncommitted_batch_is_not_recorded_and_comes_back[mock] tests/integration/test_aio_consumer.py::test_a_cancelled_wait_loses_no_batch_and_the_loop_keeps_running tests/integration/test_aio_consumer.py::test_pause_holds_a_waiting_task_and_resume_wakes_it tests/integration/test_aio_consumer.py::test_seek_through_rdk_aio_reads_again_from_the_offset tests/integration/test_aio_consumer.py::test_an_error_that_stops_fetching_is_raised_to_the_waiting_task tests/integration/test_aio_consumer.py::test_group_mode_runs_coroutine_rebalance_callbacks_on_the_loop tests/integration/test_aio_consumer.py::test_receive_callback_is_refused_and_options_are_checked_as_rdk_consumer_does tests/integration/test_aio_consumer.py::test_resume_wakes_a_task_waiting_while_batches_were_buffered|rdk.aio._producer.* rdk.aio._consumer.* rdk.aio._event_work.* rdk.aio._share.xǁShareBatchǁ* rdk.aio._share.xǁShareConsumerǁ__init__* rdk.aio._share.xǁShareConsumerǁconsumer* rdk.aio._share.xǁShareConsumerǁbatches* rdk.aio._share.xǁShareConsumerǁ__aiter__* rdk.aio._share.xǁShareConsumerǁstop* rdk.aio._share.xǁShareConsumerǁerror* rdk.aio._share.xǁShareConsumerǁ__a* rdk.aio._share.xǁShareConsumerǁ__repr__*"
 )
+# A wall-clock limit per test (pytest-timeout, thread method: the run ends failed) for modules
+# whose mutants can hang asleep: mutmut's own limit is CPU time, which a sleeping wait never
+# reaches. The aio tests take a few seconds each.
+declare -A WALL=([aio]=60)
 ORDER=(slots tracker offsets layout accounting planner share_ack settle supervision aio)
 [ $# -gt 0 ] && ORDER=("$@")
 
@@ -69,7 +75,9 @@ for name in "${ORDER[@]}"; do
     printf 'pytest_add_cli_args_test_selection = ['
     sep=""; for t in $tests; do printf '%s"%s"' "$sep" "$t"; sep=", "; done
     echo ']'
-    echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]'
+    wall=""
+    [ -n "${WALL[$name]:-}" ] && wall=", \"--timeout=${WALL[$name]}\", \"--timeout-method=thread\""
+    echo "pytest_add_cli_args = [\"-p\", \"no:cacheprovider\", \"-q\", \"-x\"$wall]"
   } >> "$dir/pyproject.toml"
   # shellcheck disable=SC2086  # (the names are fnmatch patterns for mutmut, not for the shell)
   (cd "$dir" && set -f && "$PY" -m mutmut run --max-children "$JOBS" $names > run.log 2>&1) || {

@@ -323,34 +323,6 @@ def test_room_waiters_are_woken_by_delivery_reports(cluster):
     asyncio.run(main())
 
 
-names_calls: list[list] = []  # the spied calls of the running test: [(function name, args)]
-
-
-@pytest.fixture
-def thread_names(monkeypatch):
-    """The names of the threads rdk.aio runs its blocking calls on (``in_thread`` spied)."""
-    from rdk.aio import _consumer as aio_consumer
-    from rdk.aio import _producer as aio_producer
-    from rdk.aio import _share as aio_share
-
-    names: list[str] = []
-    real = aio_producer.in_thread
-
-    async def spy(fn, *args, name):
-        names.append(name)
-        calls.append((getattr(fn, "__name__", fn), args))
-        return await real(fn, *args, name=name)
-
-    calls: list[tuple] = []
-    spy.calls = calls  # type: ignore[attr-defined]
-    names_calls.clear()
-    names_calls.append(calls)
-
-    for module in (aio_producer, aio_consumer, aio_share):
-        monkeypatch.setattr(module, "in_thread", spy)
-    return names
-
-
 def test_documented_default_timeouts():
     import inspect
 
@@ -491,3 +463,112 @@ def test_asking_for_the_next_batch_records_the_one_before(cluster, tmp_path):
     assert first[0] == 0 and second[0] == first[-1] + 1
     # the first batch is recorded; the second, never committed, is not
     assert rdk.offsets.FileOffsetStore(tmp_path, "aio-unit-next").read([0]) == {0: first[-1]}
+
+
+def test_a_start_that_fails_raises_to_the_awaiting_task(cluster, tmp_path):
+    async def main():
+        c = aio.Consumer(cluster.bootstrap_servers, "aio-unit-missing", tmp_path)
+        try:
+            with pytest.raises(KafkaError) as info:
+                await asyncio.wait_for(c.batches(5).__anext__(), 20)  # (a bound against hangs)
+            return info.value
+        finally:
+            await c.stop()
+
+    error = asyncio.run(main())
+    assert (error.name, error.context) == ("UNKNOWN_TOPIC_OR_PART", "topic 'aio-unit-missing'")
+
+
+def test_two_tasks_starting_one_consumer_start_it_once_and_raise_on_no_thread(
+        cluster, tmp_path, monkeypatch):
+    """Both tasks ask for a batch before the start ran: two starter threads, held on the
+    consumer's state lock until both exist; one starts the consumer and goes on as its fetch
+    thread, the other finds it started and ends, with nothing raised on either."""
+    cluster.create_topic("aio-unit-two", 1)
+    _produce(cluster, "aio-unit-two", [b"only"])
+    raised: list = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+
+    async def main():
+        async with aio.Consumer(cluster.bootstrap_servers, "aio-unit-two", tmp_path,
+                                start_offset="earliest") as c:
+            name = c.consumer._threads.fetch_thread_name
+            with c.consumer._state_lock:
+                tasks = [asyncio.ensure_future(c.batches(1).__anext__()) for _ in range(2)]
+                while sum(t.name == name for t in threading.enumerate()) < 2:
+                    await asyncio.sleep(0.005)  # until both starters wait for the lock
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            starters = [t for t in threading.enumerate() if t.name == name]
+            # daemon, as rdk.Consumer's own fetch thread: a consumer never stopped does
+            # not keep the program from exiting
+            assert starters and all(t.daemon for t in starters)
+            return done, starters
+
+    done, starters = asyncio.run(main())
+    got = [[m.value for m in d] for d in done if not isinstance(d, BaseException)]
+    assert got == [[b"only"]]
+    assert [type(d) for d in done if isinstance(d, BaseException)] == [StopAsyncIteration]
+    assert raised == [] and not any(t.is_alive() for t in starters)
+
+
+def test_share_consumer_stop_hands_the_share_thread_and_its_first_stop_on(monkeypatch):
+    """stop() hands stop_and_wait the timeout (30 s by default), the stop begun before, and
+    where the stop's work runs: the share thread's after_loop once it exists."""
+    from rdk.aio import _share as aio_share
+
+    seen: list[tuple] = []
+
+    async def spy(consumer, timeout, stopped, after_loop):
+        seen.append((timeout, stopped, after_loop()))
+        return f"stop {len(seen)}"
+
+    monkeypatch.setattr(aio_share, "stop_and_wait", spy)
+    c = aio.ShareConsumer("localhost:1", "aio-unit", group_id="aio-unit-g4")
+    try:
+        asyncio.run(c.stop())
+        c.consumer._worker = type("Worker", (), {"after_loop": "the share thread's"})()
+        asyncio.run(c.stop(5))
+    finally:
+        c.consumer._worker, c._stopped = None, None
+        monkeypatch.undo()
+        asyncio.run(c.stop())
+    assert seen == [(30.0, None, None), (5, "stop 1", "the share thread's")]
+
+
+def test_consumer_stop_hands_its_fetch_thread_and_its_first_stop_on(monkeypatch, tmp_path):
+    """As ShareConsumer.stop: the timeout (30 s by default), the stop begun before, and the
+    fetch thread's after_loop once the pipeline exists (None before the start)."""
+    from rdk.aio import _consumer as aio_consumer
+
+    seen: list[tuple] = []
+
+    async def spy(consumer, timeout, stopped, after_loop):
+        seen.append((timeout, stopped, after_loop()))
+        return f"stop {len(seen)}"
+
+    monkeypatch.setattr(aio_consumer, "stop_and_wait", spy)
+    c = aio.Consumer("localhost:1", "aio-unit", tmp_path)
+    threads = c.consumer._threads
+    try:
+        asyncio.run(c.stop())
+        threads.pipeline = type("Pipeline", (), {"after_loop": "the fetch thread's"})()
+        asyncio.run(c.stop(5))
+    finally:
+        threads.pipeline, c._stopped = None, None
+        monkeypatch.undo()
+        asyncio.run(c.stop())
+    assert seen == [(30.0, None, None), (5, "stop 1", "the fetch thread's")]
+
+
+def test_a_send_under_drop_goes_to_the_partition_given(cluster):
+    async def main():
+        async with aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1,
+                                balancer="round_robin") as p:
+            return await p.send("aio-unit", 1, [b"p1"] * 3)
+
+    with rdk.Admin(cluster.bootstrap_servers) as admin:
+        before = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+        got = asyncio.run(main())
+        after = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
+    assert got == (3, [])
+    assert [a - b for a, b in zip(after, before, strict=True)] == [0, 3]
