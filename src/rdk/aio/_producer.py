@@ -19,7 +19,7 @@ from typing import Any
 from .. import producer as _producer
 from .._asyncio_bridge import settle
 from .._binding.produce import timeout_seconds
-from ..errors import KafkaError, QueueFullError
+from ..errors import ClosedError, KafkaError, QueueFullError
 from ..producer import Delivery, FlushResult
 from ..validate import check_topic_name
 from ._event_work import EventWork
@@ -286,6 +286,19 @@ class Producer:
             return await self._work.stop(timeout)
         finally:
             self._on_deliveries()  # a send waiting for room sees the stop (ClosedError)
+            self._fail_unreported()
+
+    def _fail_unreported(self) -> None:
+        """After the stop: a send still waiting has no delivery report coming (the handle is
+        freed; a stop that closed without its event thread, held by a callback, never
+        serves the purged messages' reports), so it raises rather than waiting forever."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for fut, (loop, topic) in pending.items():
+            settle(loop, fut, exc=ClosedError(
+                f"send to {topic!r}: the producer stopped before its messages' delivery "
+                "reports came (stop() reached its timeout while a callback held the event "
+                "thread); they may or may not have been delivered"))
 
     async def __aenter__(self) -> Producer:
         return self
