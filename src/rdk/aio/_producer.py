@@ -108,7 +108,8 @@ class Producer:
             ValueError: As [rdk.Producer.send][].
             rdk.KafkaError: As [rdk.Producer.send][]; an authentication failure reported
                 while the send was pending (``_AUTHENTICATION``, naming the topic).
-            rdk.ClosedError: After ``stop()``.
+            rdk.ClosedError: After ``stop()``; or pending when ``stop()`` returned without
+                its delivery reports (a callback held the event thread past the timeout).
         """
         loop = asyncio.get_running_loop()
         p = self._producer
