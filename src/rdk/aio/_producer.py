@@ -13,7 +13,7 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import producer as _producer
@@ -69,13 +69,17 @@ class Producer:
 
     def _fail_pending(self, error: KafkaError) -> None:
         """On the event thread: librdkafka reported an authentication failure."""
+        self._fail_every_pending(lambda topic: KafkaError(
+            error.code, f"{error.description}; the send's messages stay queued (librdkafka "
+            "retries them until message.timeout.ms; stop() fails them at once)",
+            context=f"send to {topic!r}"))
+
+    def _fail_every_pending(self, error_for: Callable[[str], BaseException]) -> None:
+        """Raise ``error_for(topic)`` in every send still waiting (any thread)."""
         with self._lock:
             pending, self._pending = self._pending, {}
         for fut, (loop, topic) in pending.items():
-            settle(loop, fut, exc=KafkaError(
-                error.code, f"{error.description}; the send's messages stay queued (librdkafka "
-                "retries them until message.timeout.ms; stop() fails them at once)",
-                context=f"send to {topic!r}"))
+            settle(loop, fut, exc=error_for(topic))
 
     async def send(
         self,
@@ -293,13 +297,10 @@ class Producer:
         """After the stop: a send still waiting has no delivery report coming (the handle is
         freed; a stop that closed without its event thread, held by a callback, never
         serves the purged messages' reports), so it raises rather than waiting forever."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        for fut, (loop, topic) in pending.items():
-            settle(loop, fut, exc=ClosedError(
-                f"send to {topic!r}: the producer stopped before its messages' delivery "
-                "reports came (stop() reached its timeout while a callback held the event "
-                "thread); they may or may not have been delivered"))
+        self._fail_every_pending(lambda topic: ClosedError(
+            f"send to {topic!r}: the producer stopped before its messages' delivery reports "
+            "came (stop() reached its timeout while a callback held the event thread); they "
+            "may or may not have been delivered"))
 
     async def __aenter__(self) -> Producer:
         return self
