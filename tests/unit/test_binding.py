@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,25 @@ def test_client_close_is_idempotent_and_frees_handles():
     assert librdkafka_threads() == before  # rd_kafka_destroy really ran: its threads are gone
     c.close()  # idempotent: nothing left to free, nothing raised
     assert c.closed and c._state == {}
+
+
+def test_a_handler_that_closes_its_client_frees_it_once_the_handler_returned():
+    """close() from one of the client's own handlers (as rdk.aio.Producer's stop does on the
+    event thread) must not free the handle under the poll that runs the handler: that poll
+    still holds the event and the delivery buffer. It is freed once the poll returned."""
+    ready, seen = threading.Event(), {}
+
+    def on_stats(_stats: dict) -> None:
+        ready.wait(10)
+        c.close()
+        seen["alive in the handler"] = {"rk", "deliveries", "queues"} <= set(c._state)
+        c.wake()  # closed: a no-op, not a call on a freed queue
+
+    c = _binding.Client("producer", {"bootstrap.servers": "127.0.0.1:1", "log_level": 0,
+                                     "statistics.interval.ms": 10}, on_stats=on_stats)
+    event_thread = c._thread
+    ready.set()
+    event_thread.join(30)
+    assert not event_thread.is_alive()
+    assert seen == {"alive in the handler": True}
+    assert c.closed and c._state == {}  # freed after the handler, by the event thread

@@ -420,6 +420,9 @@ def _destroy(state: dict) -> None:
     stopping, thread, main_queue = state.pop("event_thread", (None, None, None))
     if thread is threading.current_thread():  # closed by one of its handlers: it ends after it
         stopping.set()
+        if state.get("serving"):  # the poll that runs the handler still holds an event and
+            state["free_when_served"] = True  # the delivery buffer: free once it returns
+            return
     if thread is not None and thread.is_alive() and thread is not threading.current_thread():
         stopping.set()
         lib.rd_kafka_queue_yield(main_queue)
@@ -453,6 +456,7 @@ def _free(state: dict) -> None:
     rk = state.pop("rk", None)
     if rk is not None:
         lib.rd_kafka_destroy(rk)
+    state.clear()
 
 
 class RepeatLimiter:
@@ -746,6 +750,9 @@ class Client:
         on_poll = self._on_poll
         while not self._stopping.is_set():
             self.serve_events(self._poll_interval_ms)
+            if self._state.pop("free_when_served", False):  # a handler closed the client
+                _free(self._state)
+                return
             if on_poll is not None:
                 self._call0(on_poll)
 
@@ -760,11 +767,20 @@ class Client:
 
     def wake(self) -> None:
         """Make the event thread's current (or next) wait on the main queue return now."""
-        if not self.closed:
-            lib.rd_kafka_queue_yield(self.main_queue)
+        with self._lock:  # close() marks the client closed under it before anything is freed
+            if not self.closed:
+                lib.rd_kafka_queue_yield(self.main_queue)
 
     def serve_events(self, timeout_ms: int) -> int:
         """Poll the main queue once (waiting up to timeout_ms); dispatch what arrived."""
+        state = self._state
+        state["serving"] = True
+        try:
+            return self._serve_events(timeout_ms)
+        finally:
+            state["serving"] = False
+
+    def _serve_events(self, timeout_ms: int) -> int:
         d = self.deliveries
         handled = 0
         ev = lib.rdk_poll_events(self.main_queue, timeout_ms, d)
