@@ -3,6 +3,8 @@ first in every row's headers and comes off again; only the named attempts' rows 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 
 import pyarrow as pa
@@ -48,3 +50,20 @@ def test_only_the_named_attempts_rows_are_kept_without_their_header():
     assert rows.column(2).to_pylist() == [[{"key": "a", "value": b"1"}], []]
     assert got == Counter({b"good": 2})
     assert _attempt_rows(bad, pa.array([b"good"], pa.binary()), got) is None
+
+
+def test_staging_works_without_numpy():
+    """The packed environment of docs/guide/spark.md's recipe holds the wheel and pyarrow,
+    which no longer needs numpy: the sink's staging must not import it (it did, and the
+    standalone cluster's exactly-once query failed with "No module named 'numpy'")."""
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "import pyarrow as pa\n"
+        "from rdk.spark._exactly_once import _HEADERS, _staged, with_attempt_header\n"
+        "h = pa.array([[('a', b'1')], None], _HEADERS)\n"
+        "assert [len(r) for r in with_attempt_header(h, 2, b'x').to_pylist()] == [2, 1]\n"
+        "b = pa.RecordBatch.from_arrays([pa.array([b'v'], pa.binary())], names=['value'])\n"
+        "assert next(_staged(iter([b]), b'x', 3)).column('partition').to_pylist() == [3]\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
@@ -119,22 +118,33 @@ def task_identity() -> tuple[str, int, int]:
 
 def with_attempt_header(headers: pa.Array | None, n: int, attempt: bytes) -> pa.Array:
     """``headers`` (list<struct<key, value>>, or None: none) with ``(TAG, attempt)`` put
-    first in each row's list (null lists count as empty)."""
-    tag = pa.StructArray.from_arrays([pa.array([TAG] * n, pa.string()),
-                                      pa.array([attempt] * n, pa.binary())], names=["key", "value"])
+    first in each row's list (null lists count as empty). Arrow compute only: the packed
+    environments users ship to executors need not hold numpy."""
+    tag = pa.StructArray.from_arrays([_repeat(TAG, n, pa.string()),
+                                      _repeat(attempt, n, pa.binary())], names=["key", "value"])
     if headers is None or len(headers.flatten()) == 0:
-        return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), tag)
+        return pa.ListArray.from_arrays(_offsets(_repeat(1, n, pa.int32())), tag)
     headers = headers.cast(_HEADERS)
-    lengths = pc.fill_null(pc.list_value_length(headers), 0).to_numpy(zero_copy_only=False)
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths + 1, out=starts[1:])
-    take = np.empty(starts[-1], dtype=np.int64)
-    firsts = np.zeros(starts[-1], dtype=bool)
-    firsts[starts[:-1]] = True
-    take[firsts] = np.arange(n)  # the tag of row r
-    take[~firsts] = n + np.arange(int(lengths.sum()))  # then row r's own headers, in order
-    values = pa.concat_arrays([tag, headers.flatten()]).take(pa.array(take))
-    return pa.ListArray.from_arrays(pa.array(starts.astype(np.int32)), values)
+    own = headers.flatten()
+    offsets = _offsets(pc.add(pc.fill_null(pc.list_value_length(headers), 0), 1))
+    # where each value goes: row r's tag at its list's start, the k-th own header after the
+    # r + 1 tags up to its row (r = its row); sorting those places gives the take order
+    k = pc.subtract(_offsets(_repeat(1, len(own), pa.int64())).slice(1), 1)
+    places = pa.concat_arrays([offsets.slice(0, n).cast(pa.int64()),
+                               pc.add(pc.add(k, pc.list_parent_indices(headers).cast(pa.int64())), 1)])
+    values = pa.concat_arrays([tag, own]).take(pc.sort_indices(places))
+    return pa.ListArray.from_arrays(offsets, values)
+
+
+def _repeat(value: Any, n: int, type_: pa.DataType) -> pa.Array:
+    """``value`` ``n`` times, built in Arrow."""
+    return pc.fill_null(pa.nulls(n, type_), pa.scalar(value, type_))
+
+
+def _offsets(lengths: pa.Array) -> pa.Array:
+    """List offsets (int32, ``len(lengths) + 1`` of them) of lists of these lengths."""
+    ends = pc.cumulative_sum(lengths.cast(pa.int32()))
+    return pa.concat_arrays([pa.array([0], pa.int32()), ends.cast(pa.int32())])
 
 
 def _staged(batches: Iterator[pa.RecordBatch], attempt: bytes, partition: int
@@ -150,7 +160,7 @@ def _staged(batches: Iterator[pa.RecordBatch], attempt: bytes, partition: int
             cols["key"] = b.column(b.schema.get_field_index("key"))
         i = b.schema.get_field_index("headers")
         cols["headers"] = with_attempt_header(b.column(i) if i >= 0 else None, n, attempt)
-        cols["partition"] = pa.array(np.full(n, partition, dtype=np.int32))
+        cols["partition"] = _repeat(partition, n, pa.int32())
         yield pa.RecordBatch.from_pydict(cols)
 
 
