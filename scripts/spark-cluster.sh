@@ -19,6 +19,9 @@ py=${PYTHON:-$root/.venv/bin/python}
 state=${RDK_SPARK_CLUSTER_DIR:-$root/.spark-cluster/cluster}
 envdir=$root/.spark-cluster/env
 workers=2
+# Two names of 127.0.0.1, so that Spark sees two hosts: it never starts a speculative copy of a
+# task on a host where an attempt of it runs (spark.speculation needs a second host).
+worker_hosts=(127.0.0.1 localhost)
 start_timeout=90  # seconds for the master and each worker to come up
 
 spark_home() { "$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))'; }
@@ -105,7 +108,7 @@ start() {
   ui=$(wait_log "$state/logs/master.out" "started at (http://[0-9.:]+)" master)
   for ((i = 1; i <= workers; i++)); do
     mkdir -p "$state/work-$i"
-    launch "worker-$i" org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 \
+    launch "worker-$i" org.apache.spark.deploy.worker.Worker --host "${worker_hosts[i - 1]}" --port 0 \
       --webui-port 0 --cores 1 --memory 1g --work-dir "$state/work-$i" "$url"
   done
   for ((i = 1; i <= workers; i++)); do

@@ -74,17 +74,16 @@ class Cluster:
     def worker_pid(self, n: int) -> int:
         return int((self.state / f"worker-{n}.pid").read_text())
 
-    def submit(self, job: str, **args) -> dict:
-        """spark-submit this file's ``job`` in client mode; its RESULT, or AssertionError with
-        the driver's log."""
+    def submit(self, job: str, spark_conf: dict[str, str] | None = None, **args) -> dict:
+        """spark-submit this file's ``job`` in client mode (with ``spark_conf`` added to its
+        Spark configuration); its RESULT, or AssertionError with the driver's log."""
         self.submits += 1
         log = self.state / f"submit-{self.submits}-{job}.log"
-        cmd = [self.spark_submit, "--master", self.url,
-               "--archives", f"{self.archive}#env",
-               "--conf", "spark.pyspark.python=./env/bin/python",
-               "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.ui.showConsoleProgress=false",
-               "--conf", "spark.sql.shuffle.partitions=4",
+        conf = {"spark.pyspark.python": "./env/bin/python", "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4",
+                **(spark_conf or {})}
+        cmd = [self.spark_submit, "--master", self.url, "--archives", f"{self.archive}#env",
+               *(part for key, value in conf.items() for part in ("--conf", f"{key}={value}")),
                __file__, job, json.dumps(args)]
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, cwd=self.submit_dir, env=self.env, stdout=out,
@@ -92,10 +91,12 @@ class Cluster:
             try:
                 code = proc.wait(SUBMIT_TIMEOUT)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
                 raise AssertionError(f"spark-submit {job} ran over {SUBMIT_TIMEOUT} s; "
                                      f"log {log}:\n{tail(log)}") from None
+            finally:  # over time or interrupted: no driver, JVM or Python worker stays
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
         lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith(RESULT)]
         assert code == 0 and lines, f"spark-submit {job} exited {code}; log {log}:\n{tail(log)}"
         return {**json.loads(lines[-1][len(RESULT):]), "log": str(log)}
@@ -228,7 +229,118 @@ def job_stream(spark, bootstrap: str, topic: str, checkpoint: str, output: str,
             "completed": completed, "rows": out.count(), "per_partition": per_partition}
 
 
-JOBS = {"batch": job_batch, "stream": job_stream}
+def job_eos_speculation(spark, bootstrap: str, source: str, slow_batch: int,
+                        runs: list[dict]) -> dict:
+    """For each of ``runs`` (output, checkpoint, markers, at_least_once) in turn: an
+    AvailableNow query from ``source`` through a Python UDF into the rdkafka sink
+    (``exactlyOnce``, unless ``at_least_once``) whose task 0 of micro-batch ``slow_batch``
+    stalls, once the sink took some of its rows, until a speculative copy of it has got
+    further (spark.speculation, set by the test); then the output's values read back with
+    read_committed, the markers the attempts left and the sink's log end, per run. Each
+    output topic has as many partitions as ``source``: task i writes partition i."""
+    from pyspark.sql import functions as F
+
+    results = []
+    for run in runs:
+        output, markers = run["output"], Path(run["markers"])
+        watched = output if run["at_least_once"] else f"{output}.rdk-staging"
+        # a plain (pickled) UDF: the packed environment has no pandas for mapInArrow
+        stall = F.udf(_stall_until_copied(bootstrap, watched, markers, slow_batch), "binary",
+                      useArrow=False)
+        slowed = (spark.readStream.format("rdkafka")
+                  .option("kafka.bootstrap.servers", bootstrap).option("subscribe", source)
+                  .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 1600)
+                  .load().select(stall(F.col("value")).alias("value"),
+                                 # task i writes partition i (of the staging topic, if exactly once)
+                                 F.spark_partition_id().alias("partition")))
+        if not run["at_least_once"]:
+            slowed = slowed.drop("partition")  # the sink stages task i's rows in partition i
+        writer = (slowed.writeStream.format("rdkafka")
+                  .option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+                  .option("checkpointLocation", run["checkpoint"]).trigger(availableNow=True))
+        if not run["at_least_once"]:
+            writer = writer.option("exactlyOnce", "true")
+        writer.start().awaitTermination(SUBMIT_TIMEOUT)
+        rows = (spark.read.format("rdkafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", output).option("kafka.isolation.level", "read_committed")
+                .load().select("value").collect())
+        results.append({"values": sorted(bytes(r.value).split(b"|")[0].decode() for r in rows),
+                        "markers": sorted(p.name for p in markers.iterdir()),
+                        "log_end": _log_end(bootstrap, watched)})
+    return {"runs": results}
+
+
+def _log_end(bootstrap: str, topic: str) -> int:
+    """The log end of every partition of ``topic``, summed (open transactions included)."""
+    import rdk
+
+    with rdk.Admin(bootstrap, {"isolation.level": "read_uncommitted"}) as admin:
+        return sum(admin.query_watermarks(topic, p)[1] for p in range(admin.partition_count(topic)))
+
+
+STALL_AT = 250
+"""The row at which the slow attempt stalls: Spark hands a plain UDF's Python worker rows in
+groups of 100, so the sink has the first 200 of that attempt's rows by then."""
+
+
+def _stall_until_copied(bootstrap: str, watched: str, markers: Path, slow_batch: int):
+    seen: dict[int, int] = {}  # rows per task attempt, in this Python worker
+
+    def written() -> int:
+        """The log end of the partition that task 0's rows go to, and only they."""
+        import rdk
+
+        with rdk.Admin(bootstrap, {"isolation.level": "read_uncommitted"}) as admin:
+            return admin.query_watermarks(watched, 0)[1]
+
+    def wait_for(done, timeout: float = 240.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def stall(value: bytes) -> bytes:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if (ctx.partitionId() != 0
+                or int(ctx.getLocalProperty("streaming.sql.batchId")) != slow_batch):
+            return value + PAD
+        attempt = ctx.attemptNumber()
+        n = seen[ctx.taskAttemptId()] = seen.get(ctx.taskAttemptId(), 0) + 1
+        if n == 1:
+            (markers / f"attempt-{attempt}-started").touch()
+            (markers / f"attempt-{attempt}-log-end").write_text(str(written()))
+            # a copy hands the sink nothing before the original's rows are in the log (so
+            # that what the original sees grow there is its own)
+            if attempt > 0 and not wait_for(lambda: (markers / "original-stalled").exists()):
+                (markers / "copy-started-before-a-stall").touch()  # the test fails on it
+        if n == STALL_AT and attempt == 0:
+            before = int((markers / "attempt-0-log-end").read_text())
+            if not wait_for(lambda: written() > before):
+                raise RuntimeError("the sink wrote nothing of this task within 240 s")
+            # attempt 0 is alive and waiting: an attempt > 0 now can only be a
+            # speculative copy (a retry follows a failed attempt)
+            (markers / "original-stalled").touch()
+            # resume once the copy's rows are in the log too: this attempt handed the sink
+            # fewer than STALL_AT rows, so STALL_AT more in the partition include the copy's
+            if not wait_for(lambda: any(markers.glob("copy-*-passed-original"))
+                            and written() - before >= STALL_AT):
+                (markers / "no-speculative-copy").touch()  # the test fails on it
+        if n == STALL_AT + 50 and attempt > 0:
+            (markers / f"copy-{attempt}-passed-original").touch()
+        return value + PAD
+
+    return stall
+
+
+PAD = b"|" + b"." * 2048
+"""2 KiB more a row: a Python worker's 64 KiB output buffer flushes every few dozen rows."""
+
+
+JOBS = {"batch": job_batch, "stream": job_stream, "eos_speculation": job_eos_speculation}
 
 
 def main(argv: list[str]) -> int:

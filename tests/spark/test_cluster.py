@@ -3,7 +3,8 @@
 Every job goes through the shipping recipe of docs/guide/spark.md: the wheel, a venv packed with venv-pack,
 shipped with ``--archives``, submitted in client mode (the only deploy mode standalone
 Spark allows for Python applications). The jobs are in cluster_helpers.py; the broker is
-the session's Tansu, on 127.0.0.1 like the cluster.
+the session's Tansu, on 127.0.0.1 like the cluster (its Apache Kafka for the exactly-once
+sink's transactions).
 """
 
 from __future__ import annotations
@@ -202,3 +203,55 @@ def test_spark_bench_runs_on_the_cluster_with_the_packed_environment(cluster, ta
     for master in data["masters_run"]:
         figures = data["scenarios_by_master"][master]["count"]
         assert figures["rdk"]["rows"] == 2000 and figures["ceiling"]["rows"] == 2000, (master, figures)
+
+
+# Speculation that starts within a second of a task lagging: a copy once half of a stage's
+# tasks are done and one runs 1.5x their median (the efficiency check would wait longer).
+SPECULATION = {"spark.speculation": "true", "spark.speculation.interval": "100ms",
+               "spark.speculation.quantile": "0.5", "spark.speculation.multiplier": "1.5",
+               "spark.speculation.minTaskRuntime": "200ms",
+               "spark.speculation.efficiency.enabled": "false",
+               "spark.sql.execution.pythonUDF.arrow.enabled": "false",
+               # the sink's writer gets rows in Arrow batches of 50, so mid-task
+               "spark.sql.execution.arrow.maxRecordsPerBatch": "50"}
+
+
+@pytest.mark.timeout(900)
+def test_exactly_once_sink_keeps_one_attempt_of_a_speculated_task(cluster, kafka_cluster,
+                                                                  new_topic, produce, tmp_path):
+    """Issue 38's speculative execution: task 0 of micro-batch 1 stalls after the sink took
+    some of its rows, until a speculative copy (on the other worker: the two have different
+    host names) has got further. The exactly-once sink's output, read with
+    read_committed, holds every row once; the at-least-once sink's, under the same fault,
+    holds the stalled attempt's rows twice, so the check detects duplicates."""
+    rows = 3_200  # 2 micro-batches of 1,600: 400 rows a task
+    source = new_topic(kafka_cluster, 4, "cl-eos-in")
+    for p in range(4):
+        produce(kafka_cluster, source, p, [f"r-{i}".encode() for i in range(p, rows, 4)])
+    modes = ("exactly-once", "at-least-once")
+    runs = []
+    for mode in modes:
+        (tmp_path / mode / "markers").mkdir(parents=True)
+        runs.append({"output": new_topic(kafka_cluster, 4, "cl-eos-out"),
+                     "checkpoint": str(tmp_path / mode / "checkpoint"),
+                     "markers": str(tmp_path / mode / "markers"),
+                     "at_least_once": mode == "at-least-once"})
+    done = cluster.submit("eos_speculation", spark_conf=SPECULATION,
+                          bootstrap=kafka_cluster.bootstrap_servers, source=source, slow_batch=1,
+                          runs=runs)
+    results = dict(zip(modes, done["runs"], strict=True))
+    for mode, result in results.items():
+        # a second attempt ran while the first was alive and waiting: a speculative copy
+        assert {"original-stalled", "attempt-0-started", "copy-1-passed-original"} <= set(
+            result["markers"]) and not {"no-speculative-copy", "copy-started-before-a-stall"} & set(
+            result["markers"]), (mode, result["markers"])
+    expected = {f"r-{i}" for i in range(rows)}
+    once = Counter(results["exactly-once"]["values"])
+    assert set(once) == expected and sum(once.values()) == rows, (
+        f"{sum(once.values())} rows, {len(once)} distinct; duplicated: "
+        f"{[v for v, c in once.items() if c > 1][:10]}")
+    # both attempts staged rows: the staging topic holds more than the output
+    assert results["exactly-once"]["log_end"] > rows, results["exactly-once"]["log_end"]
+    loose = Counter(results["at-least-once"]["values"])
+    assert set(loose) == expected and sum(loose.values()) > rows, (
+        sum(loose.values()), results["at-least-once"]["markers"])
