@@ -149,6 +149,12 @@ class ConsumerConfig:
         path = offsets.ensure_directory(directory)
         return path, TopicStores.files(path, self.topics), None
 
+    @property
+    def first_topic(self) -> str | None:
+        """The topic of the public one-topic views (``Consumer.partitions``,
+        ``partition_count``, ``ConsumerStats.partitions``); None for a ``^regex``."""
+        return self.topics[0] if self.topics else None
+
     def check_key(self, what: Any) -> tuple[str, int]:
         """seek()'s ``topic_or_partition`` as a (topic, partition) key."""
         if isinstance(what, tuple):

@@ -11,11 +11,13 @@ seen through :class:`TopicStores`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from .. import offsets
+from .._lifecycle import check_process
 from ..errors import ClosedError
 from ..offsets import FileOffsetStore
 from ._batch import Batch
@@ -40,6 +42,7 @@ class Progress:
                  logger: logging.Logger | logging.LoggerAdapter) -> None:
         self.topic = topic
         self.logger = logger
+        self.pid = os.getpid()  # settling in a forked child raises ClosedError
         self.tracker = SettlementTracker(commit_on_error, logger)
         self.store: Any = None
         self.committer: offsets.OffsetCommitter | None = None
@@ -70,23 +73,25 @@ class Progress:
             starts[(topic, partition)] = last + 1
         return starts, fresh
 
-    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None, by_user: bool) -> None:
+    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
+               by_user: bool = False) -> None:
         """A batch is done (``ok``: processed; ``part``: only up to these offsets, see
-        SettlementTracker.settle): record what became recordable. ``by_user``: the user's
-        ``batch.commit()``, which raises ClosedError once nothing can be recorded."""
-        tracker = self.tracker
+        SettlementTracker.settle): record what became recordable. Every Batch settles here
+        (``Batch.commit()``, the delivery thread). ``by_user``: the user's ``batch.commit()``,
+        which raises ClosedError once nothing can be recorded."""
+        check_process(self.pid, f"Consumer of {self.topic!r}", "Consumer")
+        tracker, committer = self.tracker, self.committer
         if by_user and tracker.closed and is_pending(batch):
             raise ClosedError(
                 f"batch.commit(): this Consumer of {self.topic!r} is stopped, so this batch's "
                 f"offsets {batch.offsets} were not recorded; it is delivered again after a restart")
-        committer = self.committer
         # recorded inside the tracker's lock: a revoke (or stop) that waited for this batch
         # must find its offsets in the committer, else it flushes without them and a late
         # record is dropped as "no longer assigned" (the new owner reads them again)
         was_pending, _ = tracker.settle(batch, ok, part,
                                         committer.record if committer is not None else None)
         if was_pending and self.release is not None:
-            self.release()
+            self.release()  # one more batch may be in flight (the delivery thread's bound)
 
     def abandon(self, batch: Batch) -> None:
         """A batch whose processing never ended: never recorded (see SettlementTracker)."""
