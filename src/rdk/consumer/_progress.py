@@ -75,22 +75,16 @@ class Progress:
 
     def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
                by_user: bool = False) -> None:
-        """A batch is done (``ok``: processed; ``part``: only up to these offsets, see
-        SettlementTracker.settle): record what became recordable. Every Batch settles here
-        (``Batch.commit()``, the delivery thread). ``by_user``: the user's ``batch.commit()``,
-        which raises ClosedError once nothing can be recorded."""
+        """Every Batch settles here (``Batch.commit()``, the delivery thread); the tracker
+        hands what became recordable straight to the committer. ``by_user``: the user's
+        ``batch.commit()``, which raises ClosedError once nothing can be recorded."""
         check_process(self.pid, f"Consumer of {self.topic!r}", "Consumer")
-        tracker, committer = self.tracker, self.committer
-        if by_user and tracker.closed and is_pending(batch):
+        if by_user and self.tracker.closed and is_pending(batch):
             raise ClosedError(
                 f"batch.commit(): this Consumer of {self.topic!r} is stopped, so this batch's "
                 f"offsets {batch.offsets} were not recorded; it is delivered again after a restart")
-        # recorded inside the tracker's lock: a revoke (or stop) that waited for this batch
-        # must find its offsets in the committer, else it flushes without them and a late
-        # record is dropped as "no longer assigned" (the new owner reads them again)
-        was_pending, _ = tracker.settle(batch, ok, part,
-                                        committer.record if committer is not None else None)
-        if was_pending and self.release is not None:
+        record = self.committer.record if self.committer is not None else None
+        if self.tracker.settle(batch, ok, part, record)[0] and self.release is not None:
             self.release()  # one more batch may be in flight (the delivery thread's bound)
 
     def abandon(self, batch: Batch) -> None:

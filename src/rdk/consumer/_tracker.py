@@ -12,6 +12,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import cast
 
 from ._batch import Batch
 
@@ -60,34 +61,25 @@ class SettlementTracker:
     def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
                record: Callable[[dict[Key, int]], None] | None = None,
                ) -> tuple[bool, dict[Key, int]]:
-        """(was it pending, ``{(topic, partition): last offset}`` that became recordable).
+        """(was it pending, the ``{(topic, partition): last offset}`` it made recordable).
 
-        ``part`` (``{partition: last processed offset}`` of the batch's topic) settles a
-        batch processed only in part: each partition records up to its given offset
-        (nothing if absent), and nothing after it in this run. ``record(offsets)`` (the
-        committer's) is called with a non-empty result before anyone waiting on this
-        tracker can see the batch settled, so a revoke or a stop that waited for it finds
-        its offsets already handed over.
+        ``part`` (``{partition: last processed offset}`` of the batch's topic): processed
+        only up to those offsets, nothing of a partition left out, and nothing after them
+        in this run. ``record`` (the committer's) gets a non-empty result inside the lock,
+        so a revoke or a stop that waited for this batch finds its offsets handed over.
         """
         with self.cond:
-            entries = batch._entries
-            if entries is None or entries is _SETTLED:
-                return False, {}
-            batch._entries = _SETTLED
-            self.unsettled -= 1
-            self.cond.notify_all()
-            if self.closed:
-                return True, {}
-            state = _OK if ok else _FAILED
+            entries = self._take(batch)
+            if entries is None or self.closed:
+                return entries is not None, {}
+            recordable: dict[Key, int] = {}
             for p, e in entries:
                 if part is None:
-                    e[1] = state
+                    e[1] = _OK if ok else _FAILED
                 elif p in part and part[p] >= e[0]:
                     e[1] = _OK  # all of it processed
                 else:
                     e[0], e[1] = part.get(p, -1), _CUT
-            recordable: dict[Key, int] = {}
-            for p, _ in entries:
                 self._pop_settled((batch.topic, p), recordable)
             if recordable and record is not None:
                 record(recordable)
@@ -98,16 +90,22 @@ class SettlementTracker:
         nothing from it or after it in its partitions is ever recorded in this run.
         Returns whether it was pending."""
         with self.cond:
-            entries = batch._entries
-            if entries is None or entries is _SETTLED:
-                return False
-            batch._entries = _SETTLED
-            self.unsettled -= 1
-            self.cond.notify_all()
-            for p, e in entries:  # blocked: nothing of it or behind it is recorded
+            entries = self._take(batch)
+            for p, e in entries or ():  # blocked: nothing of it or behind it is recorded
                 self._blocked.add((batch.topic, p))
                 e[1] = _ABANDONED  # settled for anyone waiting (a revoke, a stop)
-            return True
+            return entries is not None
+
+    def _take(self, batch: Batch) -> list[tuple[int, list[int]]] | None:
+        """``batch``'s entries, no longer in flight from now on; None if it was not pending
+        (never tracked, settled or abandoned already). The caller holds cond."""
+        entries = batch._entries
+        if entries is None or entries is _SETTLED:
+            return None
+        batch._entries = _SETTLED
+        self.unsettled -= 1
+        self.cond.notify_all()
+        return cast(list[tuple[int, list[int]]], entries)
 
     def _pop_settled(self, key: Key, record: dict[Key, int]) -> None:
         """Move ``key``'s settled prefix into ``record`` (caller holds cond)."""
