@@ -58,6 +58,15 @@ class AfterLoop:
             fn()
 
 
+def check_process(pid: int, owner: str, kind: str) -> None:
+    """ClosedError unless this is process ``pid``, where ``owner`` (a ``kind``) was created."""
+    if os.getpid() != pid:
+        raise ClosedError(
+            f"this {owner} was created in process {pid} and this is process "
+            f"{os.getpid()}: librdkafka handles do not survive fork(); create the "
+            f"{kind} in the process that uses it")
+
+
 class Lifecycle:
     """State machine, process ownership and the stop/close protocol of a consumer."""
 
@@ -92,11 +101,7 @@ class Lifecycle:
     # ---- checks ------------------------------------------------------------------------
     def _check_process(self) -> None:
         """ClosedError in a process forked after this consumer was created."""
-        if os.getpid() != self._pid:
-            raise ClosedError(
-                f"this {self._owner} was created in process {self._pid} and this is process "
-                f"{os.getpid()}: librdkafka handles do not survive fork(); create the "
-                f"{type(self).__name__} in the process that uses it")
+        check_process(self._pid, self._owner, type(self).__name__)
 
     def _check_not_stopped(self, what: str) -> None:
         if self._state in ("stopping", "closed"):

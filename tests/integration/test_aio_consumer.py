@@ -208,8 +208,8 @@ def test_resume_wakes_a_task_waiting_while_batches_were_buffered(mock_cluster, t
                                     max_messages_per_callback=10)
         it = consumer.batches()
         first = await it.__anext__()
-        pipeline = consumer.consumer._assignment.pipeline
-        while pipeline.buffered_keys([("aio-r", 0)])[("aio-r", 0)] < 20:  # all fetched
+        state = consumer.consumer._shared
+        while state.buffered([("aio-r", 0)])[("aio-r", 0)] < 20:  # all fetched
             await asyncio.sleep(0.01)
         consumer.pause()
         pending = asyncio.create_task(it.__anext__())

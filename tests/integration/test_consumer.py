@@ -211,19 +211,19 @@ def test_batches_records_on_commit_or_when_the_next_batch_is_requested(mock_clus
         it = c.batches(timeout=10)
         first = next(it)
         seen.append([m.offset for m in first.messages])
-        c._progress.committer.flush(5)
+        c._shared.progress.committer.flush(5)
         assert stored(tmp_path, "iter", 0) is None  # not yet: neither commit() nor next()
         second = next(it)  # requesting the next batch records the first
-        c._progress.committer.flush(5)
+        c._shared.progress.committer.flush(5)
         assert stored(tmp_path, "iter", 0) == first.messages[-1].offset
         second.commit()
-        c._progress.committer.flush(5)
+        c._shared.progress.committer.flush(5)
         assert stored(tmp_path, "iter", 0) == second.messages[-1].offset
         for batch in it:  # breaking out leaves the last batch unrecorded
             last = batch
             if batch.messages[-1].offset == 29:
                 break
-        c._progress.committer.flush(5)
+        c._shared.progress.committer.flush(5)
         assert stored(tmp_path, "iter", 0) == last.messages[0].offset - 1
     assert first.messages[0].offset == 0 and len(first.messages) <= 10
 

@@ -242,10 +242,10 @@ def test_futures_completing_out_of_order_record_offsets_in_order(mock_cluster):
         assert len(futures) >= 3
         for f, _ in reversed(futures[1:]):  # every later batch completes first
             f.set_result(None)
-        assert c._progress.committer.flush(5)
+        assert c._shared.progress.committer.flush(5)
         assert store.commits == []  # the first batch is still in flight
         futures[0][0].set_result(None)
-        assert c._progress.committer.flush(5)
+        assert c._shared.progress.committer.flush(5)
         assert store.commits[-1] == {0: 29}
     seen = [o[0] for o in store.commits]
     assert seen == sorted(seen)
@@ -270,8 +270,8 @@ def test_awaitables_completing_out_of_order_record_offsets_in_order(mock_cluster
                       max_messages_per_callback=10) as c:
         c.start()
         got.wait_for(30)
-        wait_until(lambda: c._progress.tracker.unsettled == 1, what="later batches settled")
-        assert c._progress.committer.flush(5)
+        wait_until(lambda: c._shared.progress.tracker.unsettled == 1, what="later batches settled")
+        assert c._shared.progress.committer.flush(5)
         assert store.commits == []
         loops[0].call_soon_threadsafe(gates[0].set)
         wait_until(lambda: store.commits and store.commits[-1] == {0: 29}, what="offset 29 stored")
@@ -319,7 +319,7 @@ def test_a_failed_future_counts_as_a_failed_batch(mock_cluster, tmp_path):
                       max_messages_per_callback=10, commit_on_error=False) as c:
         c.start()
         got.wait_for(20)
-        wait_until(lambda: c._progress.tracker.unsettled == 0, what="both batches settled")
+        wait_until(lambda: c._shared.progress.tracker.unsettled == 0, what="both batches settled")
     pool.shutdown()
     assert stored(tmp_path, "ffail", 0) == (max(ok_last) if ok_last else None)
 

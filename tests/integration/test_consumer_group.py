@@ -330,7 +330,7 @@ def _rebalance_with_batches_in_flight(broker, new_topic):
                         on_revoke=on_revoke, max_messages_per_callback=25)
     c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
                         max_messages_per_callback=25)
-    tracker = c1._progress.tracker
+    tracker = c1._shared.progress.tracker
     tracker_wait = tracker.wait_partitions_settled
 
     def logged_tracker_wait(keys, timeout):  # the revoke's wait for in-flight batches

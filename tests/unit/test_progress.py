@@ -1,6 +1,7 @@
 """The consumer's settle path without a broker: ``Batch.commit()`` -> ``Progress.settle`` ->
-the topic's SettlementTracker -> the committer -> the offset store; ``abandon``,
-``wait_settled``, ``flush``, ``close``, ``free``, ``starts`` and ``TopicTrackers``.
+the one SettlementTracker (keys (topic, partition)) -> the committer -> the offset store;
+``abandon``, ``wait_settled``, ``flush``, ``close``, ``free``, ``starts`` and
+``TopicStores``.
 
 The store is an application's OffsetStore (a dict behind ``read``/``commit``: the
 interface is rdk's public API), the committer rdk's own thread."""
@@ -14,7 +15,7 @@ import time
 import pytest
 
 from rdk.consumer._batch import Batch
-from rdk.consumer._progress import Progress, TopicFileStores, TopicKeyedStore, TopicTrackers
+from rdk.consumer._progress import Progress, TopicStores
 from rdk.consumer._tracker import SettlementTracker, is_pending
 from rdk.errors import ClosedError
 
@@ -240,8 +241,7 @@ def test_close_stops_recording_and_stores_what_was_recorded():
     a, b = _batch(progress, "orders", (0, 0, 0)), _batch(progress, "orders", (0, 1, 1))
     a.commit()
     assert progress.close(time.monotonic() + 30) is None
-    assert progress.tracker.closed and progress.tracker.of("orders").closed
-    assert progress.tracker.of("new-topic").closed  # made after close: closed too
+    assert progress.tracker.closed
     progress.settle(b, True, None, False)
     assert store.stored == {("orders", 0): 0}
     progress.free(log)
@@ -299,53 +299,33 @@ def test_starts_names_the_store_behind_a_topic_keyed_view():
             return {p: "x" for p in partitions}
 
     progress = Progress("orders", True, log)
-    progress.store = TopicKeyedStore(MyStore(), "orders")
+    progress.store = TopicStores({"orders": MyStore()})
     with pytest.raises(ValueError, match=r"^offset_store.read\(\) of MyStore gave 'x'"):
         progress.starts([("orders", 0)])
 
 
-def test_topic_trackers_make_one_tracker_per_topic():
-    trackers = TopicTrackers(False, log)
-    first = trackers.of("a")
-    assert isinstance(first, SettlementTracker) and trackers.of("a") is first
-    assert first.topic == "a" and first.commit_on_error is False and first.logger is log
-    assert not first.closed and trackers.of("b") is not first
-    made: list[SettlementTracker] = []
-    barrier = threading.Barrier(8)
-
-    def race() -> None:
-        barrier.wait()
-        made.append(trackers.of("c"))
-
-    threads = [threading.Thread(target=race) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len({id(t) for t in made}) == 1
-
-
-def test_topic_trackers_route_batches_by_topic_and_sum_what_is_unsettled():
-    trackers = TopicTrackers(True, log)
+def test_one_tracker_keys_batches_by_topic_and_counts_what_is_unsettled():
+    trackers = SettlementTracker(True, log)
     a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
     b = Batch([], 0, 0, "b", [(0, 0, 1, 2)])
     c = Batch([], 0, 0, "b", [(1, 5, 5, 1)])
     for x in (a, b, c):
         trackers.add(x)
-    assert trackers.unsettled == 3 and trackers.of("b").unsettled == 2
-    assert trackers.settle(b, True) == (True, {0: 1})
-    assert trackers.settle(c, True, {1: 4}) == (True, {1: 4})
+    assert trackers.unsettled == 3
+    assert trackers.settle(b, True) == (True, {("b", 0): 1})
+    assert trackers.settle(c, True, {1: 4}) == (True, {("b", 1): 4})
     assert trackers.abandon(a) is True and trackers.abandon(a) is False
     assert trackers.unsettled == 0
     got: list = []
     d = Batch([], 0, 0, "b", [(0, 2, 3, 2)])
     trackers.add(d)
-    assert trackers.settle(d, True, None, got.append) == (True, {0: 3}) and got == [{0: 3}]
+    assert trackers.settle(d, True, None, got.append) == (True, {("b", 0): 3})
+    assert got == [{("b", 0): 3}]
 
 
-def _two_topics(partition_b: int) -> tuple[TopicTrackers, Batch, Batch]:
-    """Trackers holding batch a (topic "a", partition 0) and b (topic "b", ``partition_b``)."""
-    trackers = TopicTrackers(True, log)
+def _two_topics(partition_b: int) -> tuple[SettlementTracker, Batch, Batch]:
+    """A tracker holding batch a (topic "a", partition 0) and b (topic "b", ``partition_b``)."""
+    trackers = SettlementTracker(True, log)
     a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
     b = Batch([], 0, 0, "b", [(partition_b, 0, 1, 2)])
     trackers.add(a)
@@ -353,7 +333,7 @@ def _two_topics(partition_b: int) -> tuple[TopicTrackers, Batch, Batch]:
     return trackers, a, b
 
 
-def test_topic_trackers_wait_for_all_topics_or_the_partitions_named():
+def test_the_tracker_waits_for_all_topics_or_the_partitions_named():
     trackers, a, b = _two_topics(1)
     assert not trackers.wait_settled(0.01)
     assert not trackers.wait_partitions_settled([("a", 1), ("b", 1)], 0.01)
@@ -363,16 +343,6 @@ def test_topic_trackers_wait_for_all_topics_or_the_partitions_named():
     assert not trackers.wait_settled(0)
     trackers.settle(a, True)
     assert trackers.wait_settled(0) and trackers.wait_partitions_settled([("a", 0)], 0)
-
-
-def test_topic_trackers_close_closes_every_tracker():
-    trackers = TopicTrackers(True, log)
-    a, b = trackers.of("a"), trackers.of("b")
-    assert not trackers.closed
-    trackers.close()
-    assert trackers.closed and a.closed and b.closed and trackers.of("c").closed
-    assert trackers._lock.acquire(blocking=False)
-    trackers._lock.release()
 
 
 def test_topic_stores_route_by_topic(tmp_path):
@@ -387,7 +357,8 @@ def test_topic_stores_route_by_topic(tmp_path):
             self.data.update(offsets)
 
     inner = PartitionStore()
-    view = TopicKeyedStore(inner, "t")
+    view = TopicStores({"t": inner})
+    assert view.name == "PartitionStore"
     assert view.read([("t", 0), ("t", 1)]) == {("t", 0): 5}
     view.commit({("t", 1): 9})
     assert inner.data == {0: 5, 1: 9}
@@ -397,15 +368,18 @@ def test_topic_stores_route_by_topic(tmp_path):
             return [1]
 
     with pytest.raises(TypeError) as info:
-        TopicKeyedStore(BadStore(), "t").read([("t", 0)])
+        TopicStores({"t": BadStore()}).read([("t", 0)])
     assert str(info.value) == ("offset_store.read() of BadStore must return a dict "
                                "{partition: last processed offset}, got list")
-    files = TopicFileStores(tmp_path, ["a", "b"])
+    files = TopicStores.files(tmp_path, ["a", "b"])
+    assert files.name == "FileOffsetStore" and files.read([("a", 0)]) == {}
     files.commit({("a", 0): 3, ("b", 1): 4, ("a", 2): 6})
     assert files.read([("a", 0), ("a", 2), ("b", 1), ("b", 7)]) == {
         ("a", 0): 3, ("a", 2): 6, ("b", 1): 4}
     assert files.read([("b", 1)]) == {("b", 1): 4}
-    assert files.flushes == 2 and files.files_written == 3 and files.sync_calls >= 2
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".offset") == [
+        "a-0.offset", "a-2.offset", "b-1.offset"]  # kafka-native's file per (topic, partition)
+    assert (tmp_path / "a-2.offset").read_text() == "6\n"
 
 
 def test_without_commit_on_error_a_processed_batch_is_still_recorded(closing):
@@ -420,15 +394,15 @@ def test_without_commit_on_error_a_processed_batch_is_still_recorded(closing):
 
 
 def test_abandon_counts_against_the_batch_s_own_topic():
-    trackers = TopicTrackers(True, log)
-    a = Batch([], 0, 0, "a", [(0, 0, 1, 2)])
-    trackers.add(a)
+    trackers, a, b = _two_topics(0)
     assert trackers.abandon(a) is True
-    assert trackers.of("a").unsettled == 0 and list(trackers._by_topic) == ["a"]
+    assert trackers.unsettled == 1 and trackers.wait_partitions_settled([("a", 0)], 0)
+    assert not trackers.wait_partitions_settled([("b", 0)], 0)  # same partition, other topic
+    assert trackers.settle(b, True) == (True, {("b", 0): 1})
     assert trackers.wait_partitions_settled([("a", 0)], 0) and trackers.wait_settled(0)
 
 
-def test_topic_trackers_wait_for_a_settle_from_another_thread():
+def test_the_tracker_waits_for_a_settle_from_another_thread():
     trackers, a, b = _two_topics(3)
     settles = [threading.Timer(0.2, trackers.settle, (a, True)),
                threading.Timer(0.2, trackers.settle, (b, True))]
@@ -456,19 +430,3 @@ def test_with_commit_on_error_a_failed_batch_is_recorded(closing):
     progress.settle(_batch(progress, "orders", (0, 0, 4)), False, None, False)
     assert progress.flush(time.monotonic() + 30)
     assert store.stored == {("orders", 0): 4}
-
-
-def test_a_topic_made_meanwhile_by_another_thread_is_not_made_twice():
-    trackers = TopicTrackers(True, log)
-    existing = trackers.of("a")
-
-    class MadeMeanwhile(dict):
-        """The first look (outside the lock) misses: another thread adds it meanwhile."""
-        looks = 0
-
-        def get(self, key, default=None):
-            self.looks += 1
-            return None if self.looks == 1 else super().get(key, default)
-
-    trackers._by_topic = MadeMeanwhile(trackers._by_topic)
-    assert trackers.of("a") is existing

@@ -9,7 +9,7 @@ whatever reads it (rdk._messages, rdk.arrow) makes the one copy of each payload.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from .. import _binding
 from ..errors import KafkaError
@@ -17,15 +17,16 @@ from . import ERROR_CODES, ffi, lib
 
 
 class Fetcher:
-    """Fetch batches from partitions of a topic (or several: ``topic=`` of start/stop) on
-    a client's own queue. ``keep``: the batch keeps librdkafka's messages instead of
-    copying their payloads (released by the next fetch or :meth:`close`)."""
+    """Fetch batches from partitions of a topic (or several: ``topic=`` of start/stop; with
+    ``topic=None`` every start/stop names its topic) on a client's own queue. ``keep``: the
+    batch keeps librdkafka's messages instead of copying their payloads (released by the
+    next fetch or :meth:`close`)."""
 
-    def __init__(self, client: _binding.Client, topic: str, max_messages: int = 10000,
+    def __init__(self, client: _binding.Client, topic: str | None, max_messages: int = 10000,
                  keep: bool = False) -> None:
         self.client = client
         self.topic = topic
-        self.rkt = client.topic(topic)
+        self.rkt = client.topic(topic) if topic is not None else None
         self.queue = client.new_queue()
         self.batch = ffi.gc(lib.rdk_batch_new(max_messages), lib.rdk_batch_free)
         if self.batch == ffi.NULL:
@@ -35,14 +36,14 @@ class Fetcher:
         self.started: set[tuple[str, int]] = set()
 
     def start(self, partition: int, offset: int, topic: str | None = None) -> None:
-        topic = self.topic if topic is None else topic
+        topic = cast(str, self.topic if topic is None else topic)
         rkt = self.rkt if topic == self.topic else self.client.topic(topic)
         if lib.rd_kafka_consume_start_queue(rkt, partition, offset, self.queue) == -1:
             raise _binding.last_error(f"start fetching {topic}[{partition}] at {offset}")
         self.started.add((topic, partition))
 
     def stop(self, partition: int, topic: str | None = None) -> None:
-        topic = self.topic if topic is None else topic
+        topic = cast(str, self.topic if topic is None else topic)
         if (topic, partition) in self.started:
             self.started.discard((topic, partition))
             rkt = self.rkt if topic == self.topic else self.client.topic(topic)

@@ -7,12 +7,13 @@ is made (aiokafka's group / no-group coordinators are the model):
   (one topic is a list of one), locked in the offset directory, resumed from the stored
   progress and fetched from ``start()`` on;
 - :class:`GroupAssignment`: Kafka's group coordinator assigns them; rebalances are served
-  by a :class:`GroupMember` thread, which calls back into this object's public methods.
+  by a :class:`GroupMember` thread.
 
-``open()`` makes the librdkafka client and the :class:`FetchPipeline` and begins; ``keys()``
-is the current assignment as ``(topic, partition)``; ``restart(key, offset)`` moves a
-partition's fetch position (a seek); ``leave(deadline)`` and ``release()`` end it. Keys are
-``(topic, partition)`` everywhere.
+Both write what they decide into the consumer's :class:`ConsumerState` (the assignment,
+partition counts, start positions), which every other part reads. ``open()`` makes the
+librdkafka client and the :class:`FetchPipeline` and begins; ``keys()`` is the current
+assignment as ``(topic, partition)``; ``seek(key, offset)`` moves a partition's fetch
+position behind a fence; ``leave(deadline)`` and ``release()`` end it.
 """
 
 from __future__ import annotations
@@ -20,55 +21,41 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
 from .. import _binding, offsets, slots
 from .._binding import group as _group
 from .._binding import partitions as _partitions
-from .._binding.fetch import GroupFetcher
+from .._binding.fetch import Fetcher, GroupFetcher
 from ..errors import KafkaError
 from ._beyond_end import BeyondEndRule
 from ._config import ConsumerConfig
 from ._group import GroupMember, GroupOffsetStore
 from ._pipeline import FetchPipeline
-from ._progress import Key, Progress
+from ._progress import Key
+from ._state import ConsumerState
+from ._stats_report import StatsReporter
 
-__all__ = ["METADATA_TIMEOUT", "GroupAssignment", "SlotAssignment", "Wiring", "fenced_seek"]
+__all__ = ["METADATA_TIMEOUT", "GroupAssignment", "SlotAssignment"]
 
 METADATA_TIMEOUT = 10.0
 """Seconds ``start()`` waits for the topic's partitions from the broker."""
 _WATERMARK_TIMEOUT = 10.0      # start_offset="latest": seconds to learn the high watermarks
 
 
-@dataclass
-class Wiring:
-    """What an assignment needs of its Consumer: events, and where to send what happens."""
-
-    stopping: threading.Event
-    running: threading.Event                      # clear while paused
-    fail: Callable[[KafkaError], None]            # an error that stops the consumer
-    settle: Callable[..., None]                   # given to every Batch
-    on_error: Callable[[KafkaError], None]        # librdkafka's error events
-    on_stats: Callable[[dict], None] | None
-    while_waiting: Callable[[], bool]             # between waits for batches; True: give up
-
-
 class _Assignment:
     """What both strategies share: the client, metadata, "latest" offsets, the pipeline."""
 
-    def __init__(self, config: ConsumerConfig, progress: Progress, wiring: Wiring) -> None:
+    def __init__(self, config: ConsumerConfig, state: ConsumerState) -> None:
         self.config = config
-        self.progress = progress
-        self.wiring = wiring
+        self.state = state
+        self.progress = state.progress
         self.logger = config.logger
         self.topic = config.topic
         self.client: _binding.Client | None = None
         self.pipeline: FetchPipeline | None = None
-        self.partitions: list[int] = []        # the first topic's owned/assigned partitions
-        self.partition_count: int | None = None
+        self.stats = StatsReporter(config.stats_callback, state, config.first_topic)
 
     def threads(self) -> list[threading.Thread]:
         """Threads of this strategy (a callback may run on them)."""
@@ -80,6 +67,9 @@ class _Assignment:
 
     def release(self) -> None:
         """Free what the strategy holds beyond the client (locks)."""
+
+    def keys(self) -> list[Key]:
+        return self.state.assignment()
 
     def set_paused(self, pause: bool) -> None:
         """Pause (or resume) fetching of the assigned partitions in librdkafka."""
@@ -93,24 +83,32 @@ class _Assignment:
         else:
             _group.resume(client, keys)
 
-    def keys(self) -> list[Key]:  # pragma: no cover - each strategy defines it
+    def seek(self, key: Key, offset: int) -> None:
+        """Move ``key``'s fetch position to ``offset`` between two fetch calls, behind a
+        fence that drops what was fetched of it before (batches handed out still settle)."""
+        pipeline = cast(FetchPipeline, self.pipeline)
+
+        def seek() -> None:
+            self.restart(key, offset)
+            self.state.positions.set(key, offset)
+
+        pipeline.fence([key], keep_new=True, then=seek)
+
+    def restart(self, key: Key, offset: int) -> None:  # pragma: no cover - each strategy's
         raise NotImplementedError
 
     def _new_client(self, props: dict[str, Any], extra_events: int = 0) -> _binding.Client:
-        wiring = self.wiring
+        cfg = self.config
         self.client = _binding.Client(
-            "consumer", props, self.config.topic_props, logger=cast(logging.Logger, self.logger),
-            on_stats=wiring.on_stats, on_error=wiring.on_error, extra_events=extra_events,
-            oauth_cb=self.config.oauth_cb)
+            "consumer", props, cfg.topic_props, logger=cast(logging.Logger, self.logger),
+            on_stats=self.stats.report if cfg.stats_callback else None,
+            on_error=self.state.client_error, extra_events=extra_events, oauth_cb=cfg.oauth_cb)
         return self.client
 
-    def _new_pipeline(self, client: _binding.Client, count: int, fetcher: Any = None) -> FetchPipeline:
-        cfg, wiring = self.config, self.wiring
-        self.pipeline = FetchPipeline(
-            client, cfg.topics[0] if cfg.topics else self.topic, partition_count=count,
-            max_messages=cfg.max_messages_per_callback, decode=cfg.decode is not None,
-            stopping=wiring.stopping, running=wiring.running, logger=self.logger,
-            on_fatal=wiring.fail, settle=wiring.settle, fetcher=fetcher)
+    def _new_pipeline(self, fetcher: Any) -> FetchPipeline:
+        cfg = self.config
+        self.pipeline = FetchPipeline(fetcher, self.state, max_messages=cfg.max_messages_per_callback,
+                                      decode=cfg.decode is not None)
         return self.pipeline
 
     def _partition_count(self, client: _binding.Client, topic: str) -> int:
@@ -157,24 +155,22 @@ class _Assignment:
             fetch_client.close()
         return {p: hi for p, (_lo, hi) in marks.items()}
 
-    def _rule(self, topic: str, partitions: list[int], expected: Any,
-              restart: Callable[[int, int], None]) -> BeyondEndRule:
-        cfg = self.config
-        return BeyondEndRule(cast(_binding.Client, self.client), topic, partitions, expected,
-                             cfg.on_offset_out_of_range, self.logger, fail=self.wiring.fail,
-                             restart=restart)
+    def _rule(self, topic: str, partitions: list[int], restart: Any) -> BeyondEndRule:
+        cfg, state = self.config, self.state
+        return BeyondEndRule(cast(_binding.Client, self.client), topic, partitions,
+                             state.positions, cfg.on_offset_out_of_range, self.logger,
+                             fail=state.fail, restart=restart)
 
 
 class SlotAssignment(_Assignment):
     """Worker-slot mode: each topic's slot partitions, locked, resumed, fetched on one queue."""
 
-    def __init__(self, config: ConsumerConfig, progress: Progress, wiring: Wiring) -> None:
-        super().__init__(config, progress, wiring)
-        self._keys: list[Key] = []
+    def __init__(self, config: ConsumerConfig, state: ConsumerState) -> None:
+        super().__init__(config, state)
         self._locks: list[offsets.PartitionLock] = []
 
     def open(self) -> FetchPipeline:
-        cfg = self.config
+        cfg, state = self.config, self.state
         client = self._new_client(cfg.props)
         counts = {t: self._partition_count(client, t) for t in cfg.topics}
         owned = {t: slots.owned_partitions(n, cfg.num_workers, cfg.worker_slot, t)
@@ -187,32 +183,29 @@ class SlotAssignment(_Assignment):
         self.progress.open(cfg.store)
         keys = [(t, p) for t, ps in owned.items() for p in ps]
         starts = self._starts(keys)
-        first = cfg.topics[0]
-        pipeline = self._new_pipeline(client, counts[first])
-        rules = []
-        for t, ps in owned.items():
-            expected = pipeline.expected_of(t, counts[t] - 1)[0]  # (one array per topic)
-            rules.append(self._rule(t, ps, expected, partial(_restart_in, pipeline, t)))
-            for p in ps:
-                start = starts[(t, p)]
-                expected[p] = start if start >= 0 else -1
-                pipeline.start_partition(p, start, t)
+        pipeline = self._new_pipeline(Fetcher(client, None, cfg.max_messages_per_callback))
+        state.partition_counts.update(counts)
+        for t, n in counts.items():
+            state.positions.array(t, n - 1)  # sized once: the C helper never grows it
+        for key in keys:
+            state.positions.set(key, starts[key])
+            pipeline.start_partition(key, starts[key])
+        state.assign(keys)
+        rules = [self._rule(t, ps, pipeline.restart_partition) for t, ps in owned.items()]
         pipeline.on_idle = partial(_check_all, rules)
-        self.partition_count, self.partitions, self._keys = counts[first], owned[first], keys
         self.logger.info("consumer of %s owns partitions %s (slot %d of %d), starting at %s",
-                         self.topic, owned if cfg.multi_topic else owned[first], cfg.worker_slot,
-                         cfg.num_workers, _describe_starts(starts, cfg.start_offset))
+                         self.topic, owned if cfg.multi_topic else [p for _t, p in keys],
+                         cfg.worker_slot, cfg.num_workers,
+                         _describe_starts(starts, cfg.start_offset))
         return pipeline
-
-    def keys(self) -> list[Key]:
-        return list(self._keys)
 
     def result(self) -> list[Any]:
         """start()'s return: the partitions, or (topic, partition)s with several topics."""
-        return self.keys() if self.config.multi_topic else list(self.partitions)
+        keys = self.keys()
+        return keys if self.config.multi_topic else [p for _t, p in keys]
 
     def restart(self, key: Key, offset: int) -> None:
-        cast(FetchPipeline, self.pipeline).restart_partition(key[1], offset, key[0])
+        cast(FetchPipeline, self.pipeline).restart_partition(key, offset)
 
     def release(self) -> None:
         locks, self._locks = self._locks, []
@@ -221,39 +214,37 @@ class SlotAssignment(_Assignment):
 
 
 class GroupAssignment(_Assignment):
-    """Group mode: the coordinator assigns; the :class:`GroupMember` serves rebalances and
-    calls this object's public methods (the ``GroupHost`` protocol) on its thread."""
+    """Group mode: the coordinator assigns; the :class:`GroupMember` serves rebalances on its
+    thread, changing the state's assignment and calling this object's ``GroupHost`` methods."""
 
-    def __init__(self, config: ConsumerConfig, progress: Progress, wiring: Wiring) -> None:
-        super().__init__(config, progress, wiring)
+    def __init__(self, config: ConsumerConfig, state: ConsumerState) -> None:
+        super().__init__(config, state)
         self.on_assign, self.on_revoke = config.on_assign, config.on_revoke
         self.member: GroupMember | None = None
         self._rules: dict[str, BeyondEndRule] = {}
 
     def open(self) -> FetchPipeline:
-        cfg = self.config
+        cfg, state = self.config, self.state
         props = cfg.group_props()
         client = self._new_client(props, extra_events=_group.EVENT_REBALANCE)
         # literal topics must exist: fail at once, as slot mode does
-        counts = [self._partition_count(client, t) for t in cfg.topics]
-        count = counts[0] if counts else 1
+        state.partition_counts.update({t: self._partition_count(client, t) for t in cfg.topics})
         fetcher = GroupFetcher(client, cfg.max_messages_per_callback)
-        pipeline = self._new_pipeline(client, count, fetcher)
+        pipeline = self._new_pipeline(fetcher)
         member = self.member = GroupMember(
-            self, client, pipeline, fetcher, cfg.topics or [cast(str, cfg.pattern)],
+            self, state, client, pipeline, fetcher, cfg.topics or [cast(str, cfg.pattern)],
             name=f"rdk-group-{self.topic}",
             rebalance_timeout=float(props.get("max.poll.interval.ms", 300_000)) / 1000)
         cfg.bind_user_store()
         self.progress.open(cfg.store if cfg.store is not None else GroupOffsetStore(
-            client, cast(str, cfg.group_id), member.owned, self.logger))
+            client, cast(str, cfg.group_id), state.owned, self.logger))
         pipeline.on_idle = self._check_rules
-        self.partition_count = count
         member.start()
         self.logger.info("consumer of %s joins group %r", self.topic, cfg.group_id)
         return pipeline
 
     def keys(self) -> list[Key]:
-        return sorted(self.member.owned()) if self.member is not None else []
+        return sorted(self.state.owned())
 
     def result(self) -> list[Any]:
         return []  # see on_assign
@@ -273,71 +264,26 @@ class GroupAssignment(_Assignment):
         for rule in list(self._rules.values()):
             rule.check()
 
-    def _restart_by_seek(self, topic: str, partition: int, offset: int) -> None:
-        """The beyond-end rule's restart in group mode: a seek, fenced like the user's."""
-        fenced_seek(cast(FetchPipeline, self.pipeline), self.restart, (topic, partition), offset)
-
     # ---- the GroupHost protocol (called on the group thread) -----------------------------
-    @property
-    def paused(self) -> bool:
-        return not self.wiring.running.is_set()
-
-    @property
-    def stopping(self) -> bool:
-        return self.wiring.stopping.is_set()
-
     def starts_of(self, keys: list[Key]) -> dict[Key, int]:
         return self._starts(keys)
 
     def assignment_changed(self) -> None:
-        """Update ``partitions`` and the beyond-end rules to the new assignment."""
-        pipeline = cast(FetchPipeline, self.pipeline)
+        """Point the beyond-end rules at the new assignment (one rule per topic)."""
         by_topic: dict[str, list[int]] = {}
         for t, p in self.keys():
             by_topic.setdefault(t, []).append(p)
         rules = {}
         for t, ps in by_topic.items():
-            rule = self._rules.get(t) or self._rule(t, [], None, partial(self._restart_by_seek, t))
-            rule.expected = pipeline.expected_of(t, max(ps))[0]
+            rule = self._rules.get(t) or self._rule(t, [], self.seek)  # a seek, fenced
             rule.partitions = ps
             rules[t] = rule
         self._rules = rules
-        first = self.config.topics[0] if self.config.topics else None
-        self.partitions = by_topic.get(first, []) if first is not None else []
-
-    def wait_settled(self, keys: list[Key], until: float) -> bool:
-        return self.progress.wait_settled(until, keys, self.wiring.while_waiting)
-
-    def flush(self, until: float) -> None:
-        self.progress.flush(until)
-
-    def on_error(self, err: KafkaError) -> None:
-        self.wiring.on_error(err)
-
-    def fail(self, err: KafkaError) -> None:
-        self.wiring.fail(err)
-
-
-def fenced_seek(pipeline: FetchPipeline, restart: Callable[[Key, int], None], key: Key,
-                offset: int) -> None:
-    """Move ``key``'s fetch position to ``offset`` between two fetch calls, behind a fence
-    that drops what was fetched of it before (batches already handed out still settle)."""
-    topic, partition = key
-
-    def seek() -> None:
-        restart(key, offset)
-        pipeline.set_expected(topic, partition, offset if offset >= 0 else -1)
-
-    pipeline.fence([key], keep_new=True, then=seek)
 
 
 def _check_all(rules: list[BeyondEndRule]) -> None:
     for rule in rules:
         rule.check()
-
-
-def _restart_in(pipeline: FetchPipeline, topic: str, partition: int, offset: int) -> None:
-    pipeline.restart_partition(partition, offset, topic)
 
 
 def _describe_starts(starts: dict[Key, int], start_offset: str) -> dict[Key, Any]:

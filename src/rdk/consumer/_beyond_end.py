@@ -26,18 +26,21 @@ _OUT_OF_RANGE = ERROR_CODES["OFFSET_OUT_OF_RANGE"]
 
 
 class BeyondEndRule:
-    """Checks the owned partitions' next offsets against librdkafka's cached high watermark.
+    """Checks the owned partitions' next offsets (the consumer's ``positions``) against
+    librdkafka's cached high watermark.
 
-    ``fail(err)`` is called for ``policy="error"``; ``restart(partition, offset)`` otherwise.
+    ``fail(err)`` is called for ``policy="error"``; ``restart((topic, partition), offset)``
+    otherwise.
     """
 
-    def __init__(self, client: Client, topic: str, partitions: Sequence[int], expected: Any,
+    def __init__(self, client: Client, topic: str, partitions: Sequence[int], positions: Any,
                  policy: str, logger: logging.Logger | logging.LoggerAdapter, *,
-                 fail: Callable[[KafkaError], None], restart: Callable[[int, int], None]) -> None:
+                 fail: Callable[[KafkaError], None],
+                 restart: Callable[[tuple[str, int], int], None]) -> None:
         self.client = client
         self.topic = topic
         self.partitions = list(partitions)
-        self.expected = expected  # int64_t[]: next offset per partition, -1 unknown (the pipeline's)
+        self.positions = positions  # the consumer's Positions: next offset, -1 unknown
         self.policy = policy
         self.logger = logger
         self._fail = fail
@@ -47,16 +50,17 @@ class BeyondEndRule:
 
     def check(self) -> None:
         """One check (on the fetch thread, while idle)."""
-        expected = self.expected
+        topic = self.topic
+        nexts = self.positions.get([(topic, p) for p in self.partitions])
         for p in self.partitions:
-            e = int(expected[p])
+            e = nexts[(topic, p)]
             seen = self._beyond.get(p)
             if seen is not None and seen[0] != e:
                 del self._beyond[p]  # the position moved: messages came
                 seen = None
             if e < 0 or self._reset_at.get(p) == e:
                 continue
-            hi = cached_high_watermark(self.client, self.topic, p)
+            hi = cached_high_watermark(self.client, topic, p)
             if hi is None or e <= hi:
                 self._beyond.pop(p, None)
                 continue
@@ -78,5 +82,5 @@ class BeyondEndRule:
         self._reset_at[p] = e
         # "latest" from the Fetch high watermark: Tansu's ListOffsets(latest) is wrong
         restart = OFFSET_BEGINNING if self.policy == "earliest" else min(seen[1], hi)
-        self._restart(p, restart)
+        self._restart((self.topic, p), restart)
         return True

@@ -28,7 +28,7 @@ from ..validate import (
     check_topic_name,
     check_topic_pattern,
 )
-from ._progress import TopicFileStores, TopicKeyedStore
+from ._progress import TopicStores
 
 if TYPE_CHECKING:
     import asyncio
@@ -140,14 +140,20 @@ class ConsumerConfig:
                     raise TypeError(f"offset_store must have read(partitions) and commit(offsets) "
                                     f"methods; {type(offset_store).__name__} has no {method}()")
             path = offsets.ensure_directory(directory) if directory is not None else None
-            return path, TopicKeyedStore(offset_store, self.topic), offset_store
+            return path, TopicStores({self.topic: offset_store}), offset_store
         if self.group_id is not None:
             path = offsets.ensure_directory(directory) if directory is not None else None
             return path, None, None
         if directory is None:
             raise TypeError("offset_directory is required (or give offset_store=)")
         path = offsets.ensure_directory(directory)
-        return path, TopicFileStores(path, self.topics), None
+        return path, TopicStores.files(path, self.topics), None
+
+    @property
+    def first_topic(self) -> str | None:
+        """The topic of the public one-topic views (``Consumer.partitions``,
+        ``partition_count``, ``ConsumerStats.partitions``); None for a ``^regex``."""
+        return self.topics[0] if self.topics else None
 
     def check_key(self, what: Any) -> tuple[str, int]:
         """seek()'s ``topic_or_partition`` as a (topic, partition) key."""

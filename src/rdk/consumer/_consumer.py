@@ -1,12 +1,12 @@
 """rdk.Consumer: the public API and its state machine (new -> running -> stopping -> closed).
 
-The Consumer checks its arguments once (:class:`ConsumerConfig`), then delegates: the
-assignment strategy chosen at construction (:class:`SlotAssignment` or
-:class:`GroupAssignment`) makes the client and the :class:`FetchPipeline`; :class:`Progress`
-(trackers + the one committer + the store) records what settled; the :class:`ThreadSet`
-starts and stops the threads in order; :class:`StatsReporter` turns librdkafka's
-statistics into ConsumerStats. The lifecycle (fork ownership, stop from a callback, exit)
-is :class:`rdk._lifecycle.Lifecycle`, shared with the ShareConsumer.
+The Consumer checks its arguments once (:class:`ConsumerConfig`) and builds one
+:class:`ConsumerState` (events, assignment, positions, and :class:`Progress`: the tracker,
+the one committer and the store) that it hands to its parts: the assignment strategy chosen
+at construction (:class:`SlotAssignment` or :class:`GroupAssignment`) makes the client and
+the :class:`FetchPipeline`; the :class:`ThreadSet` starts and stops the threads in order.
+The lifecycle (fork ownership, stop from a callback, exit) is
+:class:`rdk._lifecycle.Lifecycle`, shared with the ShareConsumer.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from .. import stats
 from .._lifecycle import Lifecycle
 from .._loop_thread import LoopThread
 from ..errors import ClosedError, KafkaError
-from ._assignment import METADATA_TIMEOUT, GroupAssignment, SlotAssignment, Wiring, fenced_seek
+from ._assignment import METADATA_TIMEOUT, GroupAssignment, SlotAssignment
 from ._batch import Batch
-from ._config import ConsumerConfig, check_seek_offset, stops_consumer
+from ._config import ConsumerConfig, check_seek_offset
 from ._delivery import DeliveryThread
 from ._pipeline import FetchPipeline
-from ._progress import Key, Progress
-from ._stats_report import StatsReporter
+from ._state import ConsumerState
 from ._threads import ThreadSet
 
 if TYPE_CHECKING:
@@ -180,38 +179,31 @@ class Consumer(Lifecycle):
             self._decoder = BatchDecoder(value_deserializer, key_deserializer, self.logger, self._stop_event)
 
     def _build_parts(self, cfg: ConsumerConfig) -> None:
-        """The parts, each built once: progress, loop, stats, assignment strategy, threads."""
-        self._running = threading.Event()  # clear while paused
-        self._running.set()
-        self._progress = Progress(cfg.topic, cfg.commit_on_error, cfg.logger)
+        """The state, then the parts it is handed to: loop, assignment strategy, threads."""
+        shared = self._shared = ConsumerState(cfg, self._stop_event, self._fail)
+        self._running = shared.running  # clear while paused
         self._loop_thread = LoopThread(cfg.loop, name=f"rdk-asyncio-{cfg.topic}")
         self._loop_thread.check_open()
-        self._stats = StatsReporter(cfg.stats_callback, cfg.logger, cfg.topic,
-                                    cfg.topics[0] if cfg.topics else None,
-                                    lambda: self.assignment, lambda: self._assignment.pipeline)
-        wiring = Wiring(stopping=self._stop_event, running=self._running, fail=self._fail,
-                        settle=self._settle, on_error=self._on_client_error,
-                        on_stats=self._stats.report if cfg.stats_callback else None,
-                        while_waiting=self._while_revoking)
         strategy = GroupAssignment if cfg.group_id is not None else SlotAssignment
-        self._assignment: SlotAssignment | GroupAssignment = strategy(cfg, self._progress, wiring)
-        self._threads = ThreadSet(self._assignment, self._progress, self._loop_thread,
-                                  cfg.logger, cfg.topic, self._warn)
+        self._assignment: SlotAssignment | GroupAssignment = strategy(cfg, shared)
+        self._threads = ThreadSet(self._assignment, shared, self._loop_thread, self._warn)
 
     @property
     def partitions(self) -> list[int]:
         """The partitions of ``topic`` (the first topic) this consumer owns or was assigned."""
-        return list(self._assignment.partitions)
+        first = self._config.first_topic
+        return sorted(p for t, p in self._shared.owned() if t == first)
 
     @property
     def partition_count(self) -> int | None:
         """Partitions of ``topic`` (the first topic) once started; None before."""
-        return self._assignment.partition_count
+        first = self._config.first_topic
+        return self._shared.partition_counts.get(first) if first is not None else None
 
     @property
     def last_stats(self) -> stats.ConsumerStats | None:
         """The latest [rdk.ConsumerStats][] (None until the first, or without ``stats_callback``)."""
-        return self._stats.last
+        return self._assignment.stats.last
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> list[Any]:
@@ -262,10 +254,7 @@ class Consumer(Lifecycle):
                 callback = cast(Callable[[Batch], Any], self._config.receive_callback)
                 delivery = DeliveryThread(
                     pipeline, self._decoder.wrap(callback) if self._decoder else callback,
-                    tracker=cast(Any, self._progress.tracker), settle=self._settle,
-                    loop=self._loop_thread, stopping=self._stop_event, running=self._running,
-                    logger=self.logger, abandon=self._progress.abandon, fail=self._fail,
-                    topic=self.topic)
+                    self._shared, self._loop_thread)
             self._threads.start(pipeline, delivery, here)  # here: rdk.aio's start
             return self._assignment.result()
 
@@ -296,13 +285,6 @@ class Consumer(Lifecycle):
 
     def _finish(self, deadline: float, timeout: float) -> None:
         self._threads.finish(deadline, timeout, wait_in_flight=self._mode == "callback")
-
-    def _while_revoking(self) -> bool:
-        """Between a revoke's waits for in-flight batches: give up once stopping."""
-        if self._stop_event.is_set():
-            return True
-        self._threads.watch_loop()
-        return False
 
     def _fail(self, err: KafkaError) -> None:
         """A fatal error: remember it; callback mode logs it and stops the consumer."""
@@ -348,12 +330,6 @@ class Consumer(Lifecycle):
                 self._running.set()
                 self._wake()
 
-    def _settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
-                by_user: bool = False) -> None:
-        """A batch is done: see Progress.settle."""
-        self._check_process()
-        self._progress.settle(batch, ok, part, by_user)
-
     # ---- iterator interface ------------------------------------------------------------
     def batches(self, timeout: float | None = None) -> Iterator[Batch]:
         """Yield batches for scripts: ``for batch in consumer.batches(timeout=5): ...``.
@@ -389,8 +365,7 @@ class Consumer(Lifecycle):
             if self._error is not None:
                 raise self._error
             pipeline = cast(FetchPipeline, self._assignment.pipeline)
-            batch = pipeline.next_batch(timeout, self._progress.tracker.add, self._running,
-                                        self._stop_event, lambda: self._error)  # (tracked)
+            batch = pipeline.next_batch(timeout, lambda: self._error)  # (tracked)
             if batch is None:
                 return
             prev = batch
@@ -403,12 +378,7 @@ class Consumer(Lifecycle):
         if self._error is not None:
             raise self._error
         pipeline = cast(FetchPipeline, self._assignment.pipeline)
-        return pipeline.next_batch(0, self._progress.tracker.add, self._running,
-                                   self._stop_event, lambda: self._error)
-
-    def _on_client_error(self, err: KafkaError) -> None:
-        if stops_consumer(err, self.logger, self.topic, pattern=self.pattern is not None):
-            self._fail(err)
+        return pipeline.next_batch(0, lambda: self._error)
 
     # ---- assignment, seek, group -----------------------------------------------------------
     @property
@@ -452,9 +422,8 @@ class Consumer(Lifecycle):
                                  f"(assigned: {self.assignment})")
         self._seek_key(key, target)
 
-    def _seek_key(self, key: Key, offset: int) -> None:
-        assignment = self._assignment
-        fenced_seek(cast(Any, assignment.pipeline), assignment.restart, key, offset)
+    def _seek_key(self, key: tuple[str, int], offset: int) -> None:
+        self._assignment.seek(key, offset)
         self.logger.info("consumer of %s: %s[%d] seeks to %s", self.topic, key[0], key[1], offset)
 
     def group_metadata(self) -> Any:

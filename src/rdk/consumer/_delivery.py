@@ -14,19 +14,20 @@ KafkaError ``_FAIL`` saying what happened.
 from __future__ import annotations
 
 import concurrent.futures
-import logging
 import queue
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._binding import ERROR_CODES
 from .._loop_thread import LoopThread
 from ..errors import KafkaError
 from ._batch import Batch
 from ._pipeline import FetchPipeline
-from ._tracker import SettlementTracker
+
+if TYPE_CHECKING:
+    from ._state import ConsumerState
 
 __all__ = ["DeliveryThread"]
 
@@ -36,29 +37,22 @@ MAX_IN_FLIGHT = 16  # unsettled batches (Futures / awaitables) before delivery w
 class DeliveryThread:
     """Takes converted batches from the pipeline and hands them to ``callback``.
 
-    ``settle(batch, ok)`` is the consumer's settlement (which calls :meth:`release`);
-    ``abandon(batch)`` gives a batch up unrecorded; ``fail(err)`` stops the consumer.
+    A batch settles through the consumer's ``state.progress`` (which calls :meth:`release`)
+    or is abandoned there unrecorded; what ends a batch's processing without a result
+    fails the consumer (``state.fail``).
     """
 
-    def __init__(self, pipeline: FetchPipeline, callback: Callable[[Batch], Any], *,
-                 tracker: SettlementTracker, settle: Callable[[Batch, bool], None],
-                 loop: LoopThread, stopping: threading.Event, running: threading.Event,
-                 logger: logging.Logger | logging.LoggerAdapter,
-                 abandon: Callable[[Batch], None], fail: Callable[[KafkaError], None],
-                 topic: str) -> None:
+    def __init__(self, pipeline: FetchPipeline, callback: Callable[[Batch], Any],
+                 state: ConsumerState, loop: LoopThread) -> None:
         self.pipeline = pipeline
         self.callback = callback
-        self.tracker = tracker
-        self.settle = settle
+        self.state = state
+        self.settle = state.progress.settle
         self.loop = loop
-        self.logger = logger
+        self.logger = state.logger
+        self.topic = state.name
         self.thread: threading.Thread | None = None
-        self._stopping = stopping
-        self._running = running
         self._in_flight = threading.BoundedSemaphore(MAX_IN_FLIGHT)
-        self._abandon = abandon
-        self._fail = fail
-        self.topic = topic
         self._awaiting: dict[concurrent.futures.Future, Batch] = {}  # on the loop
         self._awaiting_lock = threading.Lock()
 
@@ -71,7 +65,7 @@ class DeliveryThread:
         self._in_flight.release()
 
     def _deliver_loop(self) -> None:
-        pipeline, stopping, running = self.pipeline, self._stopping, self._running
+        pipeline, stopping, running = self.pipeline, self.state.stopping, self.state.running
         while True:
             try:
                 filled = pipeline.wait_filled(0.1)
@@ -86,7 +80,7 @@ class DeliveryThread:
                     return
             if stopping.is_set():
                 return
-            batch = pipeline.hand_out(filled, self.tracker.add)
+            batch = pipeline.hand_out(filled)
             if batch is None:
                 return
             if not batch.messages:  # all of it was of partitions revoked or sought meanwhile
@@ -142,14 +136,14 @@ class DeliveryThread:
 
     def give_up(self, batch: Batch, what: str, exc: BaseException | None) -> None:
         """``batch``'s processing ended without a result: abandon it and fail the consumer."""
-        self._abandon(batch)
+        self.state.progress.abandon(batch)
         text = (f"{what}{f': {exc!r}' if exc is not None else ''}; the consumer stopped and "
                 f"{batch!r} is not recorded as processed")
         self.logger.error("consumer of %s: %s", self.topic, text,
                           exc_info=exc if exc is not None else None)
         err = KafkaError(ERROR_CODES["_FAIL"], text, context=f"consumer of {self.topic}")
         err.__cause__ = exc
-        self._fail(err)
+        self.state.fail(err)
 
     def watch_loop(self) -> bool:
         """If awaitables wait on a loop that cannot run them (closed, not running for
@@ -164,8 +158,8 @@ class DeliveryThread:
         with self._awaiting_lock:
             pending, self._awaiting = self._awaiting, {}
         for batch in pending.values():
-            self._abandon(batch)
+            self.state.progress.abandon(batch)
         text = f"{problem}; {len(pending)} batch(es) abandoned, not recorded as processed"
         self.logger.error("consumer of %s: %s", self.topic, text)
-        self._fail(KafkaError(ERROR_CODES["_FAIL"], text, context=f"consumer of {self.topic}"))
+        self.state.fail(KafkaError(ERROR_CODES["_FAIL"], text, context=f"consumer of {self.topic}"))
         return True

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._binding import ERROR_CODES, Client
@@ -38,6 +38,7 @@ from ._progress import Key
 if TYPE_CHECKING:
     from .._binding.fetch import GroupFetcher
     from ._pipeline import FetchPipeline
+    from ._state import ConsumerState
 
 __all__ = ["REVOKE_TIMEOUT", "GroupHost", "GroupMember", "GroupOffsetStore", "Key"]
 
@@ -88,46 +89,39 @@ class GroupOffsetStore:
 
 
 class GroupHost(Protocol):
-    """What the :class:`GroupMember` needs of its consumer (all called on the group thread)."""
+    """What the :class:`GroupMember` asks of its group assignment (on the group thread);
+    everything else it reads and changes in the consumer's :class:`ConsumerState`."""
 
     topic: str
-    logger: logging.Logger | logging.LoggerAdapter
     on_assign: Callable[[list[Key]], Any] | None
     on_revoke: Callable[[list[Key]], Any] | None
 
-    @property
-    def paused(self) -> bool: ...          # pause() holds across rebalances
-    @property
-    def stopping(self) -> bool: ...        # stop() began
     def starts_of(self, keys: list[Key]) -> dict[Key, int]: ...  # next offsets of new ones
     def assignment_changed(self) -> None: ...
-    def wait_settled(self, keys: list[Key], until: float) -> bool: ...
-    def flush(self, until: float) -> None: ...
-    def on_error(self, err: KafkaError) -> None: ...
-    def fail(self, err: KafkaError) -> None: ...
 
 
 class GroupMember:
     """Subscribes and serves the group's events on thread ``rdk-group-<topic>``.
 
-    ``host`` is the consumer's group assignment (see :class:`GroupHost`).
+    ``host`` is the consumer's group assignment (see :class:`GroupHost`); ``state`` the
+    consumer's state, whose assignment and positions an (un)assign changes.
     """
 
-    def __init__(self, host: GroupHost, client: Client, pipeline: FetchPipeline, fetcher: GroupFetcher,
-                 subscription: Sequence[str], name: str, rebalance_timeout: float) -> None:
+    def __init__(self, host: GroupHost, state: ConsumerState, client: Client,
+                 pipeline: FetchPipeline, fetcher: GroupFetcher, subscription: Sequence[str],
+                 name: str, rebalance_timeout: float) -> None:
         self.host = host
+        self.state = state
         # the group waits this long for members to rejoin: the revoke must end well before
         self.revoke_timeout = min(REVOKE_TIMEOUT, rebalance_timeout / 2)
         self.client = client
         self.pipeline = pipeline
         self.fetcher = fetcher
         self.subscription = list(subscription)
-        self.logger = host.logger
-        self.assigned: set[Key] = set()
+        self.logger = state.logger
         self.closing = False
         self.queue = client.consumer_queue()
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -168,7 +162,7 @@ class GroupMember:
                 _group.serve_event(self.queue, _POLL_MS, self._dispatch)
             except BaseException as e:  # a bug or a failed (un)assign: say so and stop
                 self.logger.exception("consumer of %s: group thread failed", self.host.topic)
-                self.host.fail(e if isinstance(e, KafkaError) else KafkaError(
+                self.state.fail(e if isinstance(e, KafkaError) else KafkaError(
                     ERROR_CODES["_FAIL"], f"group thread failed: {e!r}",
                     context=f"group of {self.host.topic}"))
 
@@ -178,24 +172,22 @@ class GroupMember:
         elif event.kind == "revoke":
             self._revoke(event.keys)
         elif event.error is not None:
-            self.host.on_error(event.error)
+            self.state.client_error(event.error)
 
     def _assign(self, event: GroupEvent) -> None:
         keys = event.keys
-        host, pipeline = self.host, self.pipeline
+        host, state, pipeline = self.host, self.state, self.pipeline
         if self.closing:  # leaving: take them as they are, they are revoked next
             _group.assign(self.client, event.partitions, self.cooperative)
             return
         starts = host.starts_of(keys)
         pipeline.fence(keys, keep_new=True)
-        for t, p in keys:
-            self.fetcher.add(t, p)
-            start = starts[(t, p)]
-            pipeline.set_expected(t, p, start if start >= 0 else -1)
-        with self._lock:
-            self.assigned.update(keys)
+        for key in keys:
+            self.fetcher.add(*key)
+            state.positions.set(key, starts[key])
+        state.assign(keys)
         _group.assign(self.client, [(t, p, starts[(t, p)]) for t, p in keys], self.cooperative)
-        if host.paused:  # pause() holds across rebalances
+        if not state.running.is_set():  # pause() holds across rebalances
             _group.pause(self.client, keys, "pause newly assigned")
         host.assignment_changed()
         self.logger.info("consumer of %s: assigned %s, starting at %s", host.topic, keys,
@@ -203,24 +195,23 @@ class GroupMember:
         self._user("on_assign", keys)
 
     def _revoke(self, keys: list[Key]) -> None:
-        host = self.host
+        host, state = self.host, self.state
         lost = _group.assignment_lost(self.client)
         self.pipeline.fence(keys, keep_new=False)  # nothing more of them is handed out
         if lost:
             self.logger.warning("consumer of %s: partitions %s were lost (this member left "
                                 "the group's generation); not committing them", host.topic, keys)
-        elif not self.closing and not host.stopping:
+        elif not self.closing and not state.stopping.is_set():
             # (once stopping, stop() waits for the batches and commits, bounded by its
             # timeout; blocking here would hold up the rebalance those commits need)
             until = time.monotonic() + self.revoke_timeout
-            if not host.wait_settled(keys, until):
+            if not state.progress.wait_settled(until, keys, state.give_up_waiting):
                 self.logger.warning("consumer of %s: batches of revoked partitions %s did not "
                                     "settle within %g s; giving them up without their offsets",
                                     host.topic, keys, self.revoke_timeout)
-            host.flush(until)
+            state.progress.flush(until)
         self._user("on_revoke", keys)
-        with self._lock:
-            self.assigned.difference_update(keys)
+        state.unassign(keys)
         host.assignment_changed()
         _group.unassign(self.client, keys, self.cooperative)
         self.logger.info("consumer of %s: revoked %s", host.topic, keys)
@@ -237,11 +228,3 @@ class GroupMember:
             self.logger.error("consumer of %s: %s raised %s; it runs on rdk's group thread, "
                               "so it cannot stop the program: logged", self.host.topic, name,
                               type(e).__name__, exc_info=True)
-
-    def owned(self) -> set[Key]:
-        with self._lock:
-            return set(self.assigned)
-
-    def is_owned(self, keys: Iterable[Key]) -> bool:
-        with self._lock:
-            return all(k in self.assigned for k in keys)

@@ -10,23 +10,24 @@ delivery thread, or the caller of ``batches()``) takes a filled buffer with
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._binding import ERROR_CODES, Client
+from .._binding import ERROR_CODES
 from .._binding import fetch as _fetch
-from .._binding.fetch import Fetcher
 from .._binding.messages import build_messages
 from .._binding.partitions import PARTITION_EOF, batch_errors, error_text
 from .._lifecycle import AfterLoop
 from ..errors import KafkaError
 from ._batch import Batch, Parts
+
+if TYPE_CHECKING:
+    from ._state import ConsumerState
 
 __all__ = ["FetchPipeline"]
 
@@ -123,44 +124,31 @@ class _BufferPool:
 
 
 class FetchPipeline:
-    """Fetching of the owned partitions into rotating buffers, on a thread of its own.
+    """Fetching of the assigned partitions into rotating buffers, on a thread of its own.
 
-    Holds ``expected`` (per partition of ``topic``, the next offset a batch should start
-    at: from ``next_offsets``, else -1 for unknown; advanced as batches are converted; other
-    topics have theirs in :meth:`expected_of`), the ``fetched`` and ``handed`` message counts
-    per ``(topic, partition)``, and the
-    ``fetch_thread``. ``on_idle`` (set before :meth:`start_thread`) is called on the fetch
-    thread at most once every IDLE_CHECK_SECONDS while nothing arrives; ``on_fatal(err)``
-    when fetching cannot go on; ``settle`` is given to every Batch for ``Batch.commit()``.
+    Reads and changes the consumer's :class:`ConsumerState`: waits on its ``stopping`` and
+    ``running`` events, counts ``fetched``/``handed`` messages per (topic, partition),
+    advances ``positions`` (the next offset of each) as batches are converted, sends what
+    stops fetching to ``fail``, and gives every Batch ``progress.settle``. ``on_idle`` (set
+    before :meth:`start_thread`) is called on the fetch thread at most once every
+    IDLE_CHECK_SECONDS while nothing arrives; ``fetcher`` is a :class:`Fetcher` (worker
+    slots) or a group's fetcher.
 
     **Fences** (:meth:`fence`) drop messages fetched before a seek or a (re)assignment, and
     every message of a partition that is not ours any more: each fetch call has a number,
     and a fence keeps a partition's messages of fetches numbered below it from being handed
-    out. ``fetcher`` (default: a :class:`Fetcher` of ``topic``) may be a group's fetcher.
+    out.
     """
 
-    def __init__(self, client: Client, topic: str, *, partition_count: int,
-                 max_messages: int, decode: bool,
-                 stopping: threading.Event, running: threading.Event,
-                 logger: logging.Logger | logging.LoggerAdapter,
-                 on_fatal: Callable[[KafkaError], None],
-                 settle: Callable[[Batch, bool], None],
-                 fetcher: Any = None) -> None:
-        self.topic = topic
-        self.partition_count = partition_count
+    def __init__(self, fetcher: Any, state: ConsumerState, *, max_messages: int,
+                 decode: bool) -> None:
+        self.state = state
+        self.topic = state.name  # for logs
         self.max_messages = max_messages
         self.decode = decode
-        self.logger = logger
+        self.logger = state.logger
         self.on_idle: Callable[[], None] | None = None
         self.on_filled: Callable[[], None] | None = None  # a batch is ready (rdk.aio's wake-up)
-        self._stopping = stopping
-        self._on_fatal = on_fatal
-        self._settle = settle
-        self.expected = _fetch.new_positions(partition_count)
-        # per topic: (int64_t[] of next offsets, its length); replaced whole when it grows
-        self._expected: dict[str, tuple[Any, int]] = {topic: (self.expected, partition_count)}
-        self.fetched: dict[tuple[str, int], int] = {}
-        self.handed: dict[tuple[str, int], int] = {}
         self.fetch_thread: threading.Thread | None = None
         self._queue: queue.Queue[Filled] = queue.Queue()
         self._fetch_lock = threading.Lock()  # held by the fetch thread during a fetch call
@@ -170,8 +158,8 @@ class FetchPipeline:
         self._fence_lock = threading.Lock()
         # held from a buffer's fence check to its batch being tracked (see hand_out)
         self._handout_lock = threading.Lock()
-        self._pool = _BufferPool(max_messages, stopping, running)
-        self._fetcher: Any = fetcher if fetcher is not None else Fetcher(client, topic, max_messages)
+        self._pool = _BufferPool(max_messages, state.stopping, state.running)
+        self._fetcher: Any = fetcher
 
     @property
     def fetcher(self) -> Any:
@@ -179,32 +167,15 @@ class FetchPipeline:
             raise RuntimeError("the fetch pipeline is closed")
         return self._fetcher
 
-    # ---- partitions --------------------------------------------------------------------
-    def start_partition(self, partition: int, offset: int, topic: str | None = None) -> None:
-        """Start fetching ``partition`` at ``offset`` (or a logical RD_KAFKA_OFFSET_*)."""
-        self.fetcher.start(partition, offset, topic)
+    # ---- partitions ----------------------------------------------------------------------
+    def start_partition(self, key: tuple[str, int], offset: int) -> None:
+        """Start fetching ``key`` at ``offset`` (or a logical RD_KAFKA_OFFSET_*)."""
+        self.fetcher.start(key[1], offset, key[0])
 
-    def restart_partition(self, partition: int, offset: int, topic: str | None = None) -> None:
-        """Fetch ``partition`` again from ``offset`` (between two fetch calls)."""
-        self.fetcher.stop(partition, topic)
-        self.fetcher.start(partition, offset, topic)
-
-    def expected_of(self, topic: str, partition: int) -> tuple[Any, int]:
-        """``topic``'s (int64_t[] of next offsets, length), grown to hold ``partition``."""
-        arr, n = self._expected.get(topic, (None, 0))
-        if partition < n:
-            return arr, n
-        size = max(partition + 1, 2 * n)
-        new = _fetch.new_positions(size, arr, n)
-        self._expected[topic] = (new, size)  # one assignment: readers see old or new whole
-        if topic == self.topic:
-            self.expected, self.partition_count = new, size
-        return new, size
-
-    def set_expected(self, topic: str, partition: int, offset: int) -> None:
-        """The next offset of ``topic``/``partition`` (-1: unknown)."""
-        arr, _ = self.expected_of(topic, partition)
-        arr[partition] = offset
+    def restart_partition(self, key: tuple[str, int], offset: int) -> None:
+        """Fetch ``key`` again from ``offset`` (between two fetch calls)."""
+        self.fetcher.stop(key[1], key[0])
+        self.fetcher.start(key[1], offset, key[0])
 
     def fence(self, keys: Iterable[tuple[str, int]], keep_new: bool,
               then: Callable[[], Any] | None = None) -> Any:
@@ -265,7 +236,7 @@ class FetchPipeline:
     def _fetch_loop(self) -> None:
         """Fill buffers (one C call each, GIL released) and queue them; the consuming thread
         turns them into Messages, so this thread goes straight back to fetching."""
-        fetcher, stopping, pool = self.fetcher, self._stopping, self._pool
+        fetcher, stopping, pool = self.fetcher, self.state.stopping, self._pool
         maximum, fetch_lock = self.max_messages, self._fetch_lock
         next_check = time.monotonic() + IDLE_CHECK_SECONDS
         b = None
@@ -293,15 +264,14 @@ class FetchPipeline:
                 b = pool.take(b) if carry else None
         except BaseException as e:  # a bug or out of memory: say so and stop, never hang
             self.logger.exception("consumer of %s: fetch thread failed", self.topic)
-            self._on_fatal(e if isinstance(e, KafkaError) else
+            self.state.fail(e if isinstance(e, KafkaError) else
                            KafkaError(ERROR_CODES["_FAIL"], f"fetch thread failed: {e!r}",
                                       context=self.topic))
 
     def _queue_filled(self, b: Any) -> bool:
         """Queue filled buffer ``b``; True if it carries messages over to its next fetch."""
-        named, parts = _fetch.batch_parts(b)
-        topic = named or self.topic
-        fetched = self.fetched
+        topic, parts = _fetch.batch_parts(b)  # (every message names its topic)
+        fetched = self.state.fetched
         for p, _first, _last, count in parts:
             fetched[(topic, p)] = fetched.get((topic, p), 0) + count
         carry = b.carry_end > b.carry_start
@@ -315,25 +285,12 @@ class FetchPipeline:
             if code == PARTITION_EOF:
                 continue
             p, offset = int(b.partition[i]), int(b.offset[i])
-            topic = _fetch.batch_topic(b) or self.topic
+            topic = _fetch.batch_topic(b) or self.topic  # (an error of no topic: the consumer's)
             err = KafkaError(code, error_text(b, i), context=f"consume {topic}[{p}] at offset {offset}")
             if code in _FATAL_FETCH_ERRORS:
-                self._on_fatal(err)
+                self.state.fail(err)
             else:
                 self.logger.warning("consumer of %s: %s", self.topic, err)
-
-    def buffered_keys(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Per (topic, partition), messages fetched but not yet handed out."""
-        fetched, handed = self.fetched, self.handed
-        return {k: fetched.get(k, 0) - handed.get(k, 0) for k in keys}
-
-    def next_offsets(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """The next offset of each (topic, partition) (-1: unknown), read without growing."""
-        out = {}
-        for t, p in keys:
-            arr, n = self._expected.get(t, (None, 0))
-            out[(t, p)] = int(arr[p]) if p < n else -1
-        return out
 
     # ---- the consuming side ------------------------------------------------------------
     def wait_filled(self, timeout: float) -> Filled:
@@ -348,13 +305,12 @@ class FetchPipeline:
             self._uncount(topic, parts)
             self._pool.put_back(b)
 
-    def next_batch(self, timeout: float | None, track: Callable[[Batch], Any],
-                   running: threading.Event, stop: threading.Event,
+    def next_batch(self, timeout: float | None,
                    error: Callable[[], KafkaError | None]) -> Batch | None:
         """Iterator mode: the next batch, tracked; None after ``timeout`` seconds (None:
-        never) or once ``stop`` is set; raises ``error()`` once there is one. Waits while
-        ``running`` is clear (paused)."""
+        never) or once stopping; raises ``error()`` once there is one. Waits while paused."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        running, stop = self.state.running, self.state.stopping
         while True:
             if stop.is_set():
                 return None
@@ -368,7 +324,7 @@ class FetchPipeline:
                 running.wait(left)
                 continue
             try:
-                batch = self.hand_out(self.wait_filled(max(0.0, left)), track)
+                batch = self.hand_out(self.wait_filled(max(0.0, left)))
             except queue.Empty:
                 if left <= 0:
                     return None  # timeout 0: one look, no wait (rdk.aio)
@@ -392,18 +348,18 @@ class FetchPipeline:
         return dropped
 
     def _uncount(self, topic: str, parts: Parts) -> None:
-        fetched = self.fetched
+        fetched = self.state.fetched
         for p, _first, _last, count in parts:
             fetched[(topic, p)] = fetched.get((topic, p), 0) - count
 
-    def hand_out(self, filled: Filled, track: Callable[[Batch], Any]) -> Batch | None:
-        """:meth:`convert`, then ``track(batch)`` (the settlement tracker's ``add``) if any
-        message is left, as one step: a revoke's fence either drops the buffer's messages
-        of its partitions or finds their batch tracked, never neither."""
+    def hand_out(self, filled: Filled) -> Batch | None:
+        """:meth:`convert`, then the settlement tracker's ``add`` if any message is left, as
+        one step: a revoke's fence either drops the buffer's messages of its partitions or
+        finds their batch tracked, never neither."""
         with self._handout_lock:
             batch = self.convert(filled)
             if batch is not None and batch.messages:
-                track(batch)
+                self.state.progress.tracker.add(batch)
         return batch
 
     def convert(self, filled: Filled) -> Batch | None:
@@ -415,7 +371,7 @@ class FetchPipeline:
         pool = self._pool
         if not pool.begin_reading():
             return None
-        arr, n = self._expected[topic] if topic in self._expected else self.expected_of(topic, 0)
+        arr, n = self.state.positions.array(topic)
         kept: dict[int, int] = {}
         try:
             messages = build_messages(b, topic, self.decode)
@@ -430,10 +386,10 @@ class FetchPipeline:
             self._uncount(topic, [x for x in parts if x[0] in dropped])
             parts = [x for x in parts if x[0] not in dropped]
             messages = [m for m in messages if m[5] not in dropped]
-        handed = self.handed
+        handed = self.state.handed
         for p, _first, _last, count in parts:
             handed[(topic, p)] = handed.get((topic, p), 0) + count
-        return Batch(messages, repeats, misses, topic, parts, self._settle)
+        return Batch(messages, repeats, misses, topic, parts, self.state.progress.settle)
 
     # ---- closing -----------------------------------------------------------------------
     def close(self) -> bool:

@@ -1,31 +1,29 @@
 """Progress: which offsets may be recorded, and recording them, built once per consumer.
 
-:class:`Progress` joins the three parts every mode shares: the settlement trackers (one
-:class:`SettlementTracker` per topic, :class:`TopicTrackers`), the one
-``offsets.OffsetCommitter`` (writes start at most 10 times a second and take at most ~5 %
-of a core, however many partitions) and the store it writes to. Keys are
-``(topic, partition)`` throughout; a one-topic ``offset_store`` (``{partition: last}``) is
-seen through :class:`TopicKeyedStore`, kafka-native's offset files of any number of
-topics through :class:`TopicFileStores`.
+:class:`Progress` joins the three parts every mode shares: the one
+:class:`SettlementTracker`, the one ``offsets.OffsetCommitter`` (writes start at most 10
+times a second and take at most ~5 % of a core, however many partitions) and the store it
+writes to. Keys are ``(topic, partition)`` throughout; one-topic stores (an
+``offset_store``'s ``{partition: last}``, kafka-native's offset files of each topic) are
+seen through :class:`TopicStores`.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from .. import offsets
+from .._lifecycle import check_process
 from ..errors import ClosedError
 from ..offsets import FileOffsetStore
 from ._batch import Batch
-from ._tracker import SettlementTracker, is_pending
+from ._tracker import Key, SettlementTracker, is_pending
 
-__all__ = ["Key", "Progress", "TopicFileStores", "TopicKeyedStore", "TopicTrackers"]
-
-Key = tuple[str, int]  # (topic, partition)
+__all__ = ["Key", "Progress", "TopicStores"]
 
 OFFSET_WRITE_INTERVAL = 0.1   # offset writes start at most 10 times a second (they coalesce)
 OFFSET_WRITE_CPU_SHARE = 0.05  # ...and take at most ~5 % of a core (thousands of partitions)
@@ -44,7 +42,8 @@ class Progress:
                  logger: logging.Logger | logging.LoggerAdapter) -> None:
         self.topic = topic
         self.logger = logger
-        self.tracker = TopicTrackers(commit_on_error, logger)
+        self.pid = os.getpid()  # settling in a forked child raises ClosedError
+        self.tracker = SettlementTracker(commit_on_error, logger)
         self.store: Any = None
         self.committer: offsets.OffsetCommitter | None = None
         self.release: Callable[[], None] | None = None
@@ -59,7 +58,7 @@ class Progress:
     def starts(self, keys: Sequence[Key]) -> tuple[dict[Key, int], dict[str, list[int]]]:
         """({key: next offset} from the stored progress, {topic: [partitions without any]})."""
         stored = self.store.read(keys) if keys else {}
-        name = type(getattr(self.store, "store", self.store)).__name__
+        name = getattr(self.store, "name", type(self.store).__name__)
         starts: dict[Key, int] = {}
         fresh: dict[str, list[int]] = {}
         for topic, partition in keys:
@@ -74,28 +73,19 @@ class Progress:
             starts[(topic, partition)] = last + 1
         return starts, fresh
 
-    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None, by_user: bool) -> None:
-        """A batch is done (``ok``: processed; ``part``: only up to these offsets, see
-        SettlementTracker.settle): record what became recordable. ``by_user``: the user's
+    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
+               by_user: bool = False) -> None:
+        """Every Batch settles here (``Batch.commit()``, the delivery thread); the tracker
+        hands what became recordable straight to the committer. ``by_user``: the user's
         ``batch.commit()``, which raises ClosedError once nothing can be recorded."""
-        tracker = self.tracker
-        if by_user and tracker.closed and is_pending(batch):
+        check_process(self.pid, f"Consumer of {self.topic!r}", "Consumer")
+        if by_user and self.tracker.closed and is_pending(batch):
             raise ClosedError(
                 f"batch.commit(): this Consumer of {self.topic!r} is stopped, so this batch's "
                 f"offsets {batch.offsets} were not recorded; it is delivered again after a restart")
-        committer = self.committer
-        record_to: Callable[[dict[int, int]], None] | None = None
-        if committer is not None:
-            topic, record = batch.topic, cast(Callable[[dict[Key, int]], None], committer.record)
-
-            def record_to(last: dict[int, int]) -> None:
-                record({(topic, p): offset for p, offset in last.items()})
-        # recorded inside the tracker's lock: a revoke (or stop) that waited for this batch
-        # must find its offsets in the committer, else it flushes without them and a late
-        # record is dropped as "no longer assigned" (the new owner reads them again)
-        was_pending, _record = tracker.settle(batch, ok, part, record_to)
-        if was_pending and self.release is not None:
-            self.release()
+        record = self.committer.record if self.committer is not None else None
+        if self.tracker.settle(batch, ok, part, record)[0] and self.release is not None:
+            self.release()  # one more batch may be in flight (the delivery thread's bound)
 
     def abandon(self, batch: Batch) -> None:
         """A batch whose processing never ended: never recorded (see SettlementTracker)."""
@@ -147,109 +137,33 @@ class Progress:
                     logger.exception("offset_store.close() failed")
 
 
-class TopicTrackers:
-    """One :class:`SettlementTracker` per topic, behind the tracker's interface (a batch
-    holds one topic's messages, so each batch goes to one of them)."""
+class TopicStores:
+    """One-topic stores (``{partition: last}``: kafka-native's offset files, an application's
+    ``offset_store``) seen as one store with ``(topic, partition)`` keys, the keys of the
+    tracker and the committer. The public OffsetStore keeps its one-topic shape; this is
+    the only place the keys change."""
 
-    def __init__(self, commit_on_error: bool, logger: logging.Logger | logging.LoggerAdapter) -> None:
-        self.commit_on_error = commit_on_error
-        self.logger = logger
-        self._by_topic: dict[str, SettlementTracker] = {}
-        self._lock = threading.Lock()
-        self.closed = False
+    def __init__(self, stores: Mapping[str, Any]) -> None:
+        self.stores = dict(stores)
+        self.name = ", ".join(sorted({type(s).__name__ for s in self.stores.values()}))
 
-    def of(self, topic: str) -> SettlementTracker:
-        tracker = self._by_topic.get(topic)
-        if tracker is None:
-            with self._lock:
-                tracker = self._by_topic.get(topic)
-                if tracker is None:
-                    tracker = SettlementTracker(self.commit_on_error, self.logger, topic)
-                    if self.closed:
-                        tracker.close()
-                    self._by_topic = {**self._by_topic, topic: tracker}
-        return tracker
-
-    def add(self, batch: Batch) -> None:
-        self.of(batch.topic).add(batch)
-
-    def settle(self, batch: Batch, ok: bool, part: dict[int, int] | None = None,
-               record_to: Callable[[dict[int, int]], None] | None = None,
-               ) -> tuple[bool, dict[int, int]]:
-        return self.of(batch.topic).settle(batch, ok, part, record_to)
-
-    def abandon(self, batch: Batch) -> bool:
-        return self.of(batch.topic).abandon(batch)
-
-    @property
-    def unsettled(self) -> int:
-        return sum(t.unsettled for t in self._by_topic.values())
-
-    def wait_settled(self, timeout: float) -> bool:
-        until = time.monotonic() + timeout
-        return all(t.wait_settled(until - time.monotonic()) for t in self._by_topic.values())
-
-    def wait_partitions_settled(self, keys: Iterable[Key], timeout: float) -> bool:
-        until = time.monotonic() + timeout
-        by_topic: dict[str, list[int]] = {}
-        for t, p in keys:
-            by_topic.setdefault(t, []).append(p)
-        return all(self.of(t).wait_partitions_settled(ps, until - time.monotonic())
-                   for t, ps in by_topic.items())
-
-    def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            trackers = list(self._by_topic.values())
-        for t in trackers:
-            t.close()
-
-
-class TopicKeyedStore:
-    """A one-topic OffsetStore (``{partition: last}``) seen with (topic, partition) keys."""
-
-    def __init__(self, store: Any, topic: str) -> None:
-        self.store, self.topic = store, topic
-
-    def read(self, keys: Sequence[Key]) -> dict[Key, int]:
-        got = self.store.read([p for _t, p in keys])
-        if not isinstance(got, Mapping):
-            raise TypeError(f"offset_store.read() of {type(self.store).__name__} must return a "
-                            f"dict {{partition: last processed offset}}, got {type(got).__name__}")
-        return {(self.topic, p): v for p, v in got.items()}
-
-    def commit(self, offsets: Mapping[Key, int]) -> None:
-        self.store.commit({p: v for (_t, p), v in offsets.items()})
-
-
-class TopicFileStores:
-    """kafka-native's offset files of several topics, with (topic, partition) keys."""
-
-    def __init__(self, directory: Any, topics: Sequence[str]) -> None:
-        self.stores = {t: FileOffsetStore(directory, t) for t in topics}
+    @classmethod
+    def files(cls, directory: Any, topics: Sequence[str]) -> TopicStores:
+        """kafka-native's offset files of ``topics`` in ``directory``."""
+        return cls({t: FileOffsetStore(directory, t) for t in topics})
 
     def read(self, keys: Sequence[Key]) -> dict[Key, int]:
         out: dict[Key, int] = {}
         for t, store in self.stores.items():
             ps = [p for kt, p in keys if kt == t]
-            if ps:
-                out.update({(t, p): v for p, v in store.read(ps).items()})
+            if not ps:
+                continue
+            got = store.read(ps)
+            if not isinstance(got, Mapping):
+                raise TypeError(f"offset_store.read() of {type(store).__name__} must return a "
+                                f"dict {{partition: last processed offset}}, got {type(got).__name__}")
+            out.update({(t, p): v for p, v in got.items()})
         return out
-
-    @property
-    def flushes(self) -> int:
-        """Offset-file writes (summed over the topics' FileOffsetStores, for benchmarks)."""
-        return sum(s.flushes for s in self.stores.values())
-
-    @property
-    def files_written(self) -> int:
-        """Offset files written (summed over topics)."""
-        return sum(s.files_written for s in self.stores.values())
-
-    @property
-    def sync_calls(self) -> int:
-        """fsync/syncfs calls (summed over topics)."""
-        return sum(s.sync_calls for s in self.stores.values())
 
     def commit(self, offsets: Mapping[Key, int]) -> None:
         by_topic: dict[str, dict[int, int]] = {}

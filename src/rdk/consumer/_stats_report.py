@@ -6,40 +6,37 @@ consumer goes on (it cannot stop the program from there).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import stats
-from ._pipeline import FetchPipeline
-from ._progress import Key
+
+if TYPE_CHECKING:
+    from ._state import ConsumerState
 
 __all__ = ["StatsReporter"]
 
 
 class StatsReporter:
-    """Builds :class:`rdk.ConsumerStats` for the assigned ``keys()`` with the fetch
-    ``pipeline()``'s buffered counts and positions, keeps the last one, calls ``callback``."""
+    """Builds :class:`rdk.ConsumerStats` for the consumer's assignment with the buffered
+    counts and next offsets of its ``state``, keeps the last one, calls ``callback``.
+    ``first_topic``: the topic whose partitions ``ConsumerStats.partitions`` shows."""
 
     def __init__(self, callback: Callable[[stats.ConsumerStats], Any] | None,
-                 logger: logging.Logger | logging.LoggerAdapter, topic: str,
-                 first_topic: str | None, keys: Callable[[], list[Key]],
-                 pipeline: Callable[[], FetchPipeline | None]) -> None:
+                 state: ConsumerState, first_topic: str | None) -> None:
         self.callback = callback
-        self.logger = logger
-        self.topic = topic
+        self.state = state
+        self.logger = state.logger
+        self.topic = state.name
         self.first_topic = first_topic
-        self.keys = keys
-        self.pipeline = pipeline
         self.last: stats.ConsumerStats | None = None
 
     def report(self, rdkafka_stats: dict) -> None:
-        pipeline, keys = self.pipeline(), self.keys()
-        info = stats.topics_stats(
-            rdkafka_stats, keys,
-            buffered=pipeline.buffered_keys(keys) if pipeline is not None else None,
-            next_offsets=pipeline.next_offsets(keys) if pipeline is not None else None,
-            shared_queue=True, first_topic=self.first_topic)
+        state = self.state
+        keys = state.assignment()
+        info = stats.topics_stats(rdkafka_stats, keys, buffered=state.buffered(keys),
+                                  next_offsets=state.positions.get(keys), shared_queue=True,
+                                  first_topic=self.first_topic)
         self.last = info
         if self.callback is None:
             return

@@ -10,7 +10,6 @@ that never returned) is never freed under it.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from typing import Any
 from .._loop_thread import LoopThread
 from ._delivery import DeliveryThread
 from ._pipeline import FetchPipeline
-from ._progress import Progress
+from ._state import ConsumerState
 
 __all__ = ["ThreadSet"]
 
@@ -27,14 +26,14 @@ __all__ = ["ThreadSet"]
 class ThreadSet:
     """Owns the start/stop order of one consumer's threads (see the module docstring)."""
 
-    def __init__(self, assignment: Any, progress: Progress, loop_thread: LoopThread,
-                 logger: logging.Logger | logging.LoggerAdapter, topic: str,
+    def __init__(self, assignment: Any, state: ConsumerState, loop_thread: LoopThread,
                  warn: Callable[[str], None]) -> None:
         self.assignment = assignment
-        self.progress = progress
+        self.state = state
+        self.progress = state.progress
         self.loop_thread = loop_thread
-        self.logger = logger
-        self.topic = topic
+        self.logger = state.logger
+        self.topic = state.name
         self.warn = warn
         self.pipeline: FetchPipeline | None = None
         self.delivery: DeliveryThread | None = None
@@ -45,6 +44,7 @@ class ThreadSet:
         self.pipeline, self.delivery = pipeline, delivery
         pipeline.start_thread(self.fetch_thread_name, here)
         if delivery is not None:
+            self.state.watch_loop = delivery.watch_loop
             self.progress.release = delivery.release
             delivery.start(f"rdk-deliver-{self.topic}")
 
@@ -64,10 +64,6 @@ class ThreadSet:
         return (thread in self.fetch_and_delivery() or thread is self.loop_thread.thread
                 or (client is not None and client.on_event_thread())
                 or thread in self.assignment.threads())
-
-    def watch_loop(self) -> None:
-        if self.delivery is not None:
-            self.delivery.watch_loop()
 
     def finish(self, deadline: float, timeout: float, wait_in_flight: bool) -> None:
         """Stop everything by monotonic ``deadline`` (``timeout``: stop()'s, for messages)."""

@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+Key = tuple[str, int]  # (topic, partition): what a consumer's store is keyed by
+
 #: a group's commit refused while it rebalances: expected, retried (logged at INFO)
 REBALANCE_ERRORS = frozenset({"REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
 
@@ -15,7 +17,7 @@ REBALANCE_ERRORS = frozenset({"REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
 class OffsetCommitter:
     """A thread that hands recorded offsets to a store: one commit in flight, newer values coalesce.
 
-    ``record({p: offset})`` never blocks on I/O. Commits start at most every
+    ``record({(topic, partition): offset})`` never blocks on I/O. Commits start at most every
     ``min_interval`` seconds (values recorded meanwhile coalesce into the next one). With
     ``max_cpu_share``, a commit that cost ``c`` seconds of this thread's CPU is followed by
     a pause of up to ``c / max_cpu_share`` (at most ``MAX_INTERVAL``), so writing thousands
@@ -24,7 +26,8 @@ class OffsetCommitter:
     values stay pending, newer ones replace them) until ``close()``.
 
     Args:
-        store: The [rdk.offsets.OffsetStore][] commits go to.
+        store: Where commits go: an object with ``commit({(topic, partition): last})``
+            (a consumer's stores seen with (topic, partition) keys).
         logger: Where failed commits are logged.
         name: The committer thread's name.
         min_interval: Least seconds between the starts of two commits.
@@ -43,11 +46,11 @@ class OffsetCommitter:
         self.min_interval = float(min_interval)
         self.max_cpu_share = max_cpu_share
         self._gap = self.min_interval  # the pause owed after the last commit
-        self.committed: dict[int, int] = {}
-        """The offsets the store has taken, per partition."""
+        self.committed: dict[Key, int] = {}
+        """The offsets the store has taken, per (topic, partition)."""
         self.last_error: BaseException | None = None
         """The exception of the last failed commit; None once a commit succeeds."""
-        self._pending: dict[int, int] = {}
+        self._pending: dict[Key, int] = {}
         self._writing = False
         self._closing = False
         self._give_up = False
@@ -57,11 +60,12 @@ class OffsetCommitter:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def record(self, offsets: Mapping[int, int]) -> None:
+    def record(self, offsets: Mapping[Key, int]) -> None:
         """Queue offsets for the next commit; never blocks on I/O. Ignored once closed.
 
         Args:
-            offsets: ``{partition: last processed offset}``; newer values replace pending ones.
+            offsets: ``{(topic, partition): last processed offset}``; newer values replace
+                pending ones.
         """
         if not offsets:
             return
@@ -72,7 +76,7 @@ class OffsetCommitter:
             self._cond.notify_all()
 
     @property
-    def pending(self) -> dict[int, int]:
+    def pending(self) -> dict[Key, int]:
         """The recorded offsets not yet committed."""
         with self._cond:
             return dict(self._pending)
