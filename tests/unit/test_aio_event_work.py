@@ -423,3 +423,58 @@ def test_a_flush_timing_out_with_nothing_queued_returns_zero_despite_an_auth_fai
 
     result = asyncio.run(main())
     assert (result, result.queued, result.failed) == (0, 0, 0)
+
+
+class _YieldPausedOnTheLoop:
+    """Stands for ``_binding.lib``: the loop thread's first ``rd_kafka_queue_yield`` once
+    ``armed()`` waits inside the call until the event thread has entered ``close()``, then
+    up to half a second more for the handle to be freed. Freed meanwhile (the real call
+    would touch freed memory: it crashed the interpreter) -> ``raced`` is [True], and the
+    real call is skipped."""
+
+    def __init__(self, real, armed, closing: threading.Event) -> None:
+        self._real, self._armed, self._closing = real, armed, closing
+        self.freed = threading.Event()
+        self.raced: list[bool] = []
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def rd_kafka_queue_destroy(self, q):
+        self.freed.set()  # _free destroys the queues first, the handle last
+        self._real.rd_kafka_queue_destroy(q)
+
+    def rd_kafka_queue_yield(self, q):
+        if not self.raced and threading.current_thread() is threading.main_thread() \
+                and self._armed():
+            assert self._closing.wait(DEADLINE)
+            self.raced.append(self.freed.wait(0.5))
+            if self.raced[-1]:
+                return
+        self._real.rd_kafka_queue_yield(q)
+
+
+def test_the_stop_never_wakes_the_event_thread_after_that_thread_freed_the_handle(
+        cluster, monkeypatch):
+    """The event thread may step the stop to its end (and free the handle) between the
+    loop's stop publishing its work and the loop waking it. That wake must hold off the
+    free until it is out of librdkafka (a clean run of the mutation tests crashed there)."""
+    async def main():
+        p = aio.Producer(cluster.bootstrap_servers, queue_buffering_max_ms=1)
+        assert await p.send("ew", 0, [b"m"]) == (1, [])
+        client = p.producer._client
+        closing = threading.Event()
+        real_close = client.close
+
+        def close(timeout: float = 5.0) -> None:
+            closing.set()
+            real_close(timeout)
+        monkeypatch.setattr(client, "close", close)
+        lib = _YieldPausedOnTheLoop(_binding.lib, lambda: p._work._stop is not None, closing)
+        monkeypatch.setattr(_binding, "lib", lib)
+        result = await asyncio.wait_for(p.stop(), DEADLINE)
+        return lib, result
+
+    lib, result = asyncio.run(main())
+    assert lib.raced == [False]
+    assert result == 0 and lib.freed.is_set()

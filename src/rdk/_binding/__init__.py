@@ -759,9 +759,13 @@ class Client:
         return self._thread
 
     def wake(self) -> None:
-        """Make the event thread's current (or next) wait on the main queue return now."""
-        if not self.closed:
-            lib.rd_kafka_queue_yield(self.main_queue)
+        """Make the event thread's current (or next) wait on the main queue return now.
+
+        Under the lock close() takes: the event thread may close the client meanwhile (the
+        aio stop's last step), and it must not free the queue while this call is in it."""
+        with self._lock:
+            if not self.closed:
+                lib.rd_kafka_queue_yield(self.main_queue)
 
     def serve_events(self, timeout_ms: int) -> int:
         """Poll the main queue once (waiting up to timeout_ms); dispatch what arrived."""
