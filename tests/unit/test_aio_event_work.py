@@ -149,6 +149,7 @@ def test_a_stop_whose_event_thread_is_held_closes_without_it(cluster, caplog):
             assert p.producer._client.closed
             with pytest.raises(ClosedError):
                 await p.flush(1)
+            assert events.is_alive()  # the stop did not wait for the callback
             gate.set()
             await asyncio.to_thread(events.join, DEADLINE)
             assert not events.is_alive()
@@ -478,3 +479,83 @@ def test_the_stop_never_wakes_the_event_thread_after_that_thread_freed_the_handl
     lib, result = asyncio.run(main())
     assert lib.raced == [False]
     assert result == 0 and lib.freed.is_set()
+
+
+def test_a_stop_while_a_transaction_call_is_in_librdkafka_leaves_the_handle_to_it(caplog):
+    """A transaction call (here init_transactions, its coordinator down) is still inside
+    librdkafka when the aio stop ends: the stop says so and does not free the handle under
+    it; the call frees it when it returns (once the broker is back)."""
+    with MockCluster(1) as mc:
+        p = aio.Producer(mc.bootstrap_servers, transactional_id="tx-aio-stop")
+        mc.broker_set_down(1)
+
+        def init() -> None:
+            with contextlib.suppress(KafkaError):  # refused or fenced once the stop began
+                p.producer.init_transactions(DEADLINE)
+        caller = threading.Thread(target=init)
+        caller.start()
+        try:
+            asyncio.run(_until(lambda: p.producer._txn.calls == 1))
+            with caplog.at_level(logging.WARNING, "rdk"):
+                result = asyncio.run(p.stop(0.5))
+            assert not p.producer._client.closed  # left to the call inside librdkafka
+        finally:
+            mc.broker_set_up(1)
+            caller.join(DEADLINE)
+        assert not caller.is_alive()
+        assert p.producer._client.closed  # freed by that call on its return
+    assert result == 0
+    assert [r.getMessage() for r in caplog.records if "transaction" in r.getMessage()] == [
+        "rdk.Producer.stop(): a transaction call is still running; the librdkafka handle is "
+        "freed when it returns"]
+
+
+def test_a_stop_during_a_current_auth_failure_purges_at_once_and_logs_it(cluster, caplog):
+    """An authentication failure is current (reported, no broker answers the probe): the
+    stop does not drain until its deadline; it purges the queued messages at once (they
+    fail) and logs the failure with their count."""
+    async def main():
+        async with _two_queued(cluster, hold=False) as (p, send, _gate):
+            p.producer._client.auth_failure = _auth()
+            with caplog.at_level(logging.ERROR, "rdk"):
+                result = await asyncio.wait_for(p.stop(DEADLINE * 10), DEADLINE)
+            sent = await asyncio.wait_for(send, DEADLINE)
+            return result, sent
+
+    result, (delivered, failures) = asyncio.run(main())
+    assert (result, result.queued, result.failed, delivered) == (2, 0, 2, 0)
+    assert [e.name for _, e in failures] == ["_PURGE_QUEUE"] * 2
+    assert [r.getMessage() for r in caplog.records if "stop()" in r.getMessage()] == [
+        f"rdk.Producer.stop(): 2 message(s) not delivered: stop(): _AUTHENTICATION: "
+        f"authentication with broker {cluster.bootstrap_servers} failed: bad password"]
+
+
+def test_a_stop_drains_while_a_reported_auth_failure_is_answered_by_a_broker():
+    """A reported authentication failure that a broker's answer contradicts (the probe
+    succeeds) does not purge: the stop drains, and the leader's return delivers the rest."""
+    with MockCluster(2) as mc:
+        mc.create_topic("two", 1)
+        mc.partition_set_leader("two", 0, 1)
+        probes: list[tuple[str, object]] = []
+
+        async def main():
+            async with aio.Producer(mc.bootstrap_servers, queue_buffering_max_ms=1) as p:
+                assert await p.send("two", 0, [b"m0"]) == (1, [])
+                mc.broker_set_down(1)
+                send = asyncio.create_task(p.send("two", 0, [b"a", b"b"]))
+                await _until(lambda: p.producer.send_queue_length == 2)
+                real = p.producer._closer.auth_failed
+
+                def spy(what):
+                    probes.append((what, found := real(what)))
+                    return found
+                p.producer._closer.auth_failed = spy
+                p.producer._client.auth_failure = _auth()  # broker 2 answers the probe
+                stop = asyncio.create_task(p.stop(DEADLINE))
+                await _until(lambda: ("flush", None) in probes)
+                mc.broker_set_up(1)
+                return await asyncio.wait_for(stop, DEADLINE), await send
+
+        result, sent = asyncio.run(main())
+    assert (result, result.queued, result.failed) == (0, 0, 0)
+    assert sent == (2, [])
