@@ -559,3 +559,28 @@ def test_a_stop_drains_while_a_reported_auth_failure_is_answered_by_a_broker():
         result, sent = asyncio.run(main())
     assert (result, result.queued, result.failed) == (0, 0, 0)
     assert sent == (2, [])
+
+
+def test_a_sends_first_lookup_gets_the_sends_timeout_and_names_the_send(cluster, monkeypatch):
+    """A send whose balancer needs the partition count (round_robin) looks it up on the
+    event thread within the send's own timeout (10 s if None), named after the send in its
+    errors."""
+    handed: list[tuple] = []
+
+    def spied(p):
+        real = p._work.call
+
+        def spy(fn, timeout, what):
+            handed.append((timeout, what))
+            return real(fn, timeout, what)
+        monkeypatch.setattr(p._work, "call", spy)
+        return p
+
+    async def main():
+        async with spied(aio.Producer(cluster.bootstrap_servers, balancer="round_robin")) as p:
+            assert await p.send("ew", None, [b"a"], timeout=2.5) == (1, [])
+        async with spied(aio.Producer(cluster.bootstrap_servers, balancer="round_robin")) as p:
+            assert await p.send("ew", None, [b"b"]) == (1, [])
+
+    asyncio.run(main())
+    assert handed == [(2.5, "send to 'ew'"), (10.0, "send to 'ew'")]
