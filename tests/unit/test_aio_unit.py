@@ -572,3 +572,63 @@ def test_a_send_under_drop_goes_to_the_partition_given(cluster):
         after = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
     assert got == (3, [])
     assert [a - b for a, b in zip(after, before, strict=True)] == [0, 3]
+
+
+class _StopsElsewhere:
+    """Stands for an rdk consumer in stop_on_own_thread/stop_and_wait: ``_stop`` hands
+    ``work`` on (as the consumer's stop does when it has work to do); the sync ``stop()``
+    records the thread it ran on."""
+
+    _describe = "c-1"
+
+    def __init__(self, work=None, state: str = "running") -> None:
+        self._work, self._state = work, state
+        self.ran: list[tuple] = []
+
+    def _stop(self, timeout, elsewhere) -> None:
+        elsewhere(self._work)
+
+    def stop(self, timeout) -> None:
+        self.ran.append((timeout, threading.current_thread().name))
+
+
+@pytest.mark.parametrize("own", ["none yet", "loop ended"])
+def test_the_stops_work_gets_a_daemon_thread_of_its_own_once_the_consumers_thread_ended(own):
+    """No consumer thread to run the stop's work (none, or its loop has ended): it runs on
+    a daemon thread named after the consumer, which settles the returned future."""
+    from rdk._lifecycle import AfterLoop
+    from rdk.aio._consumer import stop_on_own_thread
+
+    ended = AfterLoop()
+    ended.loop_ended()
+    ran: list[tuple] = []
+    c = _StopsElsewhere(lambda: ran.append(
+        (threading.current_thread().name, threading.current_thread().daemon)))
+    done = stop_on_own_thread(c, 5.0, lambda: None if own == "none yet" else ended)
+    assert done.result(20) is None
+    assert ran == [("rdk-aio-stop-c-1", True)]
+
+
+def test_a_failure_in_the_stops_work_is_raised_to_the_awaiting_tasks():
+    from rdk.aio._consumer import stop_and_wait, stop_on_own_thread
+
+    boom = RuntimeError("the stop's work failed")
+
+    def work():
+        raise boom
+    done = stop_on_own_thread(_StopsElsewhere(work), 5.0, lambda: None)
+    assert done.exception(20) is boom
+    with pytest.raises(RuntimeError) as info:
+        asyncio.run(stop_and_wait(_StopsElsewhere(), 5.0, done, lambda: None))
+    assert info.value is boom
+
+
+def test_an_aio_stop_while_the_sync_stop_is_under_way_waits_for_it_on_a_thread():
+    """The consumer's synchronous stop() is under way on another thread ("stopping"): the
+    aio stop calls stop(timeout) too (it waits for the first) on a thread of its own, and
+    keeps no future (nothing was begun here)."""
+    from rdk.aio._consumer import stop_and_wait
+
+    c = _StopsElsewhere(state="stopping")
+    assert asyncio.run(stop_and_wait(c, 7.0, None, lambda: None)) is None
+    assert c.ran == [(7.0, "rdk-aio-stop-c-1")]
