@@ -632,3 +632,23 @@ def test_an_aio_stop_while_the_sync_stop_is_under_way_waits_for_it_on_a_thread()
     c = _StopsElsewhere(state="stopping")
     assert asyncio.run(stop_and_wait(c, 7.0, None, lambda: None)) is None
     assert c.ran == [(7.0, "rdk-aio-stop-c-1")]
+
+
+def test_a_block_send_that_waited_for_room_reports_every_attempts_failures():
+    """on_queue_full="block" with room for one message: a send of three enqueues them in
+    three attempts, each waiting for the report of the one before. The broker refuses each
+    (INVALID_RECORD): all three failures are returned, none of the queue's _QUEUE_FULL."""
+    with MockCluster(1) as mc:
+        mc.create_topic("blk", 1)
+
+        async def main():
+            async with aio.Producer(mc.bootstrap_servers, queue_buffering_max_messages=1,
+                                    queue_buffering_max_ms=1, on_queue_full="block") as p:
+                assert await p.send("blk", 0, [b"warm-up"]) == (1, [])
+                mc.push_request_errors("Produce", ["INVALID_RECORD"] * 3)
+                return await asyncio.wait_for(p.send("blk", 0, [b"a", b"b", b"c"], timeout=20), 30)
+
+        delivered, failures = asyncio.run(main())
+    assert delivered == 0
+    assert [(m.value, e.name) for m, e in failures] == [
+        (b"a", "INVALID_RECORD"), (b"b", "INVALID_RECORD"), (b"c", "INVALID_RECORD")]
