@@ -5,6 +5,8 @@
 #
 #   scripts/mutation.sh                  # every module below
 #   scripts/mutation.sh slots tracker    # some of them
+#   MUTATION_NAMES="rdk.aio._producer.xǁProducerǁstop__mutmut_*" scripts/mutation.sh aio
+#                                        # only these mutants (replaces the entry's third field)
 #
 # It runs in a copy of the tree (src/, tests/, pyproject.toml) whose pyproject.toml gets a
 # [tool.mutmut] table, so the repository's own files are never touched. Record the scores,
@@ -61,6 +63,7 @@ for name in "${ORDER[@]}"; do
   tests=${rest%%|*}
   names=""
   [ "$rest" != "$tests" ] && names=${rest#*|}
+  names=${MUTATION_NAMES:-$names}
   dir=$RUN/$name
   mkdir -p "$dir"
   cp -a "$ROOT/src" "$ROOT/tests" "$ROOT/pyproject.toml" "$dir/"

@@ -508,8 +508,8 @@ def test_two_tasks_starting_one_consumer_start_it_once_and_raise_on_no_thread(
     got = [[m.value for m in d] for d in done if not isinstance(d, BaseException)]
     assert got == [[b"only"]]
     assert [type(d) for d in done if isinstance(d, BaseException)] == [StopAsyncIteration]
-    for t in starters:  # both end: the fetch thread with the stop, the other on its own
-        t.join(30)
+    for t in starters:  # the fetch thread settles the stop's future just before it ends
+        t.join(20)
     assert raised == [] and not any(t.is_alive() for t in starters)
 
 
@@ -574,3 +574,83 @@ def test_a_send_under_drop_goes_to_the_partition_given(cluster):
         after = [admin.watermarks("aio-unit", q)[1] for q in range(2)]
     assert got == (3, [])
     assert [a - b for a, b in zip(after, before, strict=True)] == [0, 3]
+
+
+class _StopsElsewhere:
+    """Stands for an rdk consumer in stop_on_own_thread/stop_and_wait: ``_stop`` hands
+    ``work`` on (as the consumer's stop does when it has work to do); the sync ``stop()``
+    records the thread it ran on."""
+
+    _describe = "c-1"
+
+    def __init__(self, work=None, state: str = "running") -> None:
+        self._work, self._state = work, state
+        self.ran: list[tuple] = []
+
+    def _stop(self, timeout, elsewhere) -> None:
+        elsewhere(self._work)
+
+    def stop(self, timeout) -> None:
+        self.ran.append((timeout, threading.current_thread().name))
+
+
+@pytest.mark.parametrize("own", ["none yet", "loop ended"])
+def test_the_stops_work_gets_a_daemon_thread_of_its_own_once_the_consumers_thread_ended(own):
+    """No consumer thread to run the stop's work (none, or its loop has ended): it runs on
+    a daemon thread named after the consumer, which settles the returned future."""
+    from rdk._lifecycle import AfterLoop
+    from rdk.aio._consumer import stop_on_own_thread
+
+    ended = AfterLoop()
+    ended.loop_ended()
+    ran: list[tuple] = []
+    c = _StopsElsewhere(lambda: ran.append(
+        (threading.current_thread().name, threading.current_thread().daemon)))
+    done = stop_on_own_thread(c, 5.0, lambda: None if own == "none yet" else ended)
+    assert done.result(20) is None
+    assert ran == [("rdk-aio-stop-c-1", True)]
+
+
+def test_a_failure_in_the_stops_work_is_raised_to_the_awaiting_tasks():
+    from rdk.aio._consumer import stop_and_wait, stop_on_own_thread
+
+    boom = RuntimeError("the stop's work failed")
+
+    def work():
+        raise boom
+    done = stop_on_own_thread(_StopsElsewhere(work), 5.0, lambda: None)
+    assert done.exception(20) is boom
+    with pytest.raises(RuntimeError) as info:
+        asyncio.run(stop_and_wait(_StopsElsewhere(), 5.0, done, lambda: None))
+    assert info.value is boom
+
+
+def test_an_aio_stop_while_the_sync_stop_is_under_way_waits_for_it_on_a_thread():
+    """The consumer's synchronous stop() is under way on another thread ("stopping"): the
+    aio stop calls stop(timeout) too (it waits for the first) on a thread of its own, and
+    keeps no future (nothing was begun here)."""
+    from rdk.aio._consumer import stop_and_wait
+
+    c = _StopsElsewhere(state="stopping")
+    assert asyncio.run(stop_and_wait(c, 7.0, None, lambda: None)) is None
+    assert c.ran == [(7.0, "rdk-aio-stop-c-1")]
+
+
+def test_a_block_send_that_waited_for_room_reports_every_attempts_failures():
+    """on_queue_full="block" with room for one message: a send of three enqueues them in
+    three attempts, each waiting for the report of the one before. The broker refuses each
+    (INVALID_RECORD): all three failures are returned, none of the queue's _QUEUE_FULL."""
+    with MockCluster(1) as mc:
+        mc.create_topic("blk", 1)
+
+        async def main():
+            async with aio.Producer(mc.bootstrap_servers, queue_buffering_max_messages=1,
+                                    queue_buffering_max_ms=1, on_queue_full="block") as p:
+                assert await p.send("blk", 0, [b"warm-up"]) == (1, [])
+                mc.push_request_errors("Produce", ["INVALID_RECORD"] * 3)
+                return await asyncio.wait_for(p.send("blk", 0, [b"a", b"b", b"c"], timeout=20), 30)
+
+        delivered, failures = asyncio.run(main())
+    assert delivered == 0
+    assert [(m.value, e.name) for m, e in failures] == [
+        (b"a", "INVALID_RECORD"), (b"b", "INVALID_RECORD"), (b"c", "INVALID_RECORD")]

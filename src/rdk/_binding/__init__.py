@@ -766,8 +766,11 @@ class Client:
         return self._thread
 
     def wake(self) -> None:
-        """Make the event thread's current (or next) wait on the main queue return now."""
-        with self._lock:  # close() marks the client closed under it before anything is freed
+        """Make the event thread's current (or next) wait on the main queue return now.
+
+        Under the lock close() takes: the event thread may close the client meanwhile (the
+        aio stop's last step), and it must not free the queue while this call is in it."""
+        with self._lock:
             if not self.closed:
                 lib.rd_kafka_queue_yield(self.main_queue)
 
