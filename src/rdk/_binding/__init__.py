@@ -749,8 +749,10 @@ class Client:
     def _event_loop(self) -> None:
         on_poll = self._on_poll
         while not self._stopping.is_set():
+            self._state["serving"] = True  # a handler that closes the client defers the free
             self.serve_events(self._poll_interval_ms)
-            if self._state.pop("free_when_served", False):  # a handler closed the client
+            self._state["serving"] = False
+            if self._state.pop("free_when_served", False):  # to here
                 _free(self._state)
                 return
             if on_poll is not None:
@@ -766,24 +768,14 @@ class Client:
         return self._thread
 
     def wake(self) -> None:
-        """Make the event thread's current (or next) wait on the main queue return now.
-
-        Under the lock close() takes: the event thread may close the client meanwhile (the
-        aio stop's last step), and it must not free the queue while this call is in it."""
+        """Make the event thread's current (or next) wait on the main queue return now (under
+        close()'s lock: the event thread may close the client meanwhile, as aio's stop does)."""
         with self._lock:
             if not self.closed:
                 lib.rd_kafka_queue_yield(self.main_queue)
 
     def serve_events(self, timeout_ms: int) -> int:
         """Poll the main queue once (waiting up to timeout_ms); dispatch what arrived."""
-        state = self._state
-        state["serving"] = True
-        try:
-            return self._serve_events(timeout_ms)
-        finally:
-            state["serving"] = False
-
-    def _serve_events(self, timeout_ms: int) -> int:
         d = self.deliveries
         handled = 0
         ev = lib.rdk_poll_events(self.main_queue, timeout_ms, d)
