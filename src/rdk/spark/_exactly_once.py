@@ -129,7 +129,7 @@ def with_attempt_header(headers: pa.Array | None, n: int, attempt: bytes) -> pa.
     offsets = _offsets(pc.add(pc.fill_null(pc.list_value_length(headers), 0), 1))
     # where each value goes: row r's tag at its list's start, the k-th own header after the
     # r + 1 tags up to its row (r = its row); sorting those places gives the take order
-    k = pc.subtract(_offsets(_repeat(1, len(own), pa.int64())).slice(1), 1)
+    k = pc.subtract(pc.cumulative_sum(_repeat(1, len(own), pa.int64())), 1)  # 0, 1, 2, …
     places = pa.concat_arrays([offsets.slice(0, n).cast(pa.int64()),
                                pc.add(pc.add(k, pc.list_parent_indices(headers).cast(pa.int64())), 1)])
     values = pa.concat_arrays([tag, own]).take(pc.sort_indices(places))
