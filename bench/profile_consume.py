@@ -121,7 +121,10 @@ def callgrind(bootstrap: str, path: str, count: int, copy: bool, out: str) -> in
            sys.executable, __file__, "--child", bootstrap, "--path", path, "--count", str(count)]
     if copy:
         cmd.append("--copy")
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
+    # pyarrow imports numpy where it is installed, and OpenBLAS's threads spin a while after
+    # it loads: millions of instructions that vary run to run and are not the consumer's
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False, env=env)
     lines = done.stdout.strip().splitlines()
     if done.returncode or not lines:
         raise SystemExit(f"callgrind run failed: {done.stderr[-2000:]}")
