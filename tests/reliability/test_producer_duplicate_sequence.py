@@ -76,3 +76,23 @@ def test_acks_0_deliveries_without_offsets_are_not_taken_for_duplicates(caplog):
         assert results == [(3, [])]
         assert [v for _, _, v in read_log(mc.bootstrap_servers, "acks0", [0])[0]] == [b"a", b"b", b"c"]
     assert [r.getMessage() for r in caplog.records if WARNING in r.getMessage()] == []
+
+
+@pytest.mark.timeout(60)
+def test_without_idempotence_the_answer_fails_the_messages_by_name(caplog):
+    """librdkafka's default (enable.idempotence=false, also the Spark sink's and the main
+    job's): the batch carries no producer id, and the same answer fails its messages."""
+    caplog.set_level(logging.WARNING, logger="rdk")
+    with MockCluster(1) as mc:
+        mc.create_topic("plain", 1)
+        results: list = []
+        with Producer(mc.bootstrap_servers, queue_buffering_max_ms=1,
+                      driver_options={"log_level": 3}) as producer:
+            mc.push_request_errors("Produce", ["DUPLICATE_SEQUENCE_NUMBER"])
+            producer.send("plain", 0, [b"x"], on_delivery=_settled(results))
+            flushed = producer.flush(20)
+        assert (flushed.queued, flushed.failed) == (0, 1)
+        [(delivered, [(message, err)])] = results
+        assert (delivered, message.value, err.name) == (0, b"x", "DUPLICATE_SEQUENCE_NUMBER")
+        assert read_log(mc.bootstrap_servers, "plain", [0]) == {0: []}
+    assert [r.getMessage() for r in caplog.records if "without an offset" in r.getMessage()] == []
