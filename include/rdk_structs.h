@@ -67,6 +67,15 @@ typedef struct rdk_deliveries {
     int32_t *failed_err;
     rd_kafka_event_t *pending; /* a DR event only partly folded */
     int32_t *failed_partition; /* the partition librdkafka had assigned */
+    /* messages of batches librdkafka reports persisted without an offset (a
+     * DUPLICATE_SEQUENCE_NUMBER answer, taken as "an earlier attempt was stored"): the batch's
+     * first message has offset -1, the next ones -1 + 1, + 2... (rd_kafka_msgq_set_metadata) */
+    int n_no_offset;         /* such messages */
+    int n_no_offset_batches; /* such batches */
+    int32_t no_offset_partition; /* the first one's place */
+    char no_offset_topic[256];
+    int32_t dup_partition;   /* the partition of the batch being counted, -1 none */
+    int64_t dup_next;        /* the offset its next message carries */
 } rdk_deliveries;
 
 /* ---- batch consume into contiguous, Arrow-layout buffers ---------------- */

@@ -298,12 +298,31 @@ static int rdk_fold_dr(rd_kafka_event_t *ev, rdk_deliveries *d) {
             d->failed_err[d->n_failed] = m->err;
             d->failed_partition[d->n_failed] = m->partition;
             d->n_failed++;
-        } else if (d->n_runs > 0 && d->run_send[d->n_runs - 1] == send) {
-            d->run_count[d->n_runs - 1]++;
         } else {
-            d->run_send[d->n_runs] = send;
-            d->run_count[d->n_runs] = 1;
-            d->n_runs++;
+            if (m->offset == -1 && /* the answer's base offset */
+                rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED) {
+                if (d->n_no_offset_batches++ == 0) { /* only the first one's place is kept */
+                    d->no_offset_partition = m->partition;
+                    strncpy(d->no_offset_topic, m->rkt ? rd_kafka_topic_name(m->rkt) : "",
+                            sizeof(d->no_offset_topic) - 1);
+                    d->no_offset_topic[sizeof(d->no_offset_topic) - 1] = '\0';
+                }
+                d->n_no_offset++;
+                d->dup_partition = m->partition;
+                d->dup_next = 0;
+            } else if (m->partition == d->dup_partition && m->offset == d->dup_next) {
+                d->n_no_offset++;
+                d->dup_next++;
+            } else {
+                d->dup_partition = -1;
+            }
+            if (d->n_runs > 0 && d->run_send[d->n_runs - 1] == send) {
+                d->run_count[d->n_runs - 1]++;
+            } else {
+                d->run_send[d->n_runs] = send;
+                d->run_count[d->n_runs] = 1;
+                d->n_runs++;
+            }
         }
     }
     return 0;
@@ -312,6 +331,8 @@ static int rdk_fold_dr(rd_kafka_event_t *ev, rdk_deliveries *d) {
 static rd_kafka_event_t *rdk_poll_events(rd_kafka_queue_t *rkqu, int timeout_ms, rdk_deliveries *d) {
     d->n_runs = 0;
     d->n_failed = 0;
+    d->n_no_offset = 0;
+    d->n_no_offset_batches = 0;
     if (d->pending) {
         if (!rdk_fold_dr(d->pending, d)) return NULL;
         rd_kafka_event_destroy(d->pending);
@@ -323,6 +344,7 @@ static rd_kafka_event_t *rdk_poll_events(rd_kafka_queue_t *rkqu, int timeout_ms,
         if (!ev) return NULL;
         timeout_ms = 0;
         if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DR) return ev;
+        d->dup_partition = -1; /* a batch answered DUPLICATE_SEQUENCE_NUMBER is one event */
         if (!rdk_fold_dr(ev, d)) {
             d->pending = ev;
             return NULL;

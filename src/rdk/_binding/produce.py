@@ -84,6 +84,11 @@ def failed_sends(d: Any, n_failed: int) -> tuple[list[int], list[int]]:
     return ffi.unpack(d.failed_send, n_failed), ffi.unpack(d.failed_err, n_failed)
 
 
+def no_offset_topic(d: Any) -> str:
+    """The topic of the first message of ``d`` delivered without an offset."""
+    return ffi.string(d.no_offset_topic).decode("utf-8", "replace")
+
+
 def failed_positions(d: Any, n_failed: int) -> tuple[list[int], list[int]]:
     """A delivery-report summary's failed messages: (index in its send, partition) columns."""
     return ffi.unpack(d.failed_index, n_failed), ffi.unpack(d.failed_partition, n_failed)

@@ -15,11 +15,13 @@ class _OffsetsAdmin(_AdminBase):
     """rdk.Admin's offset lookups (its docs are rdk.Admin's)."""
 
     def watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
-        """(low, high) watermarks, correct on every broker.
+        """(low, high) watermarks; the high is right on every broker.
 
         ListOffsets(latest) is not trusted alone: Tansu answers the last record batch's
         base offset + 1. A short fetch from just below that answer returns the Fetch
-        response's high watermark, which is right everywhere.
+        response's high watermark, which is right everywhere. The low is the broker's
+        ListOffsets(earliest) answer, which Tansu 0.6 gives by the order it stored the
+        batches, not by offset (docs/limitations.md).
 
         Args:
             topic: The topic name.

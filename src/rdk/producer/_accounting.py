@@ -162,6 +162,8 @@ class Ledger:
 
         ``busy`` covers the callbacks: flush() returns only once they returned."""
         done: list[SendState] = []
+        if d.n_no_offset:
+            _warn_no_offset(d)
         with self.cond:
             self.busy += 1
             sends = self._sends
@@ -310,3 +312,13 @@ def run_user(cb: Callable, what: str, *args: Any) -> None:
                   "program, so it was logged and ignored", what, getattr(cb, "__name__", cb),
                   type(e).__name__, exc_info=True)
 
+
+
+def _warn_no_offset(d: Any) -> None:
+    """Say that librdkafka counted messages as delivered on a DUPLICATE_SEQUENCE_NUMBER answer."""
+    log.warning(
+        "%d message(s) in %d batch(es) (the first to %s [%d]) were reported delivered on a "
+        "DUPLICATE_SEQUENCE_NUMBER answer, without an offset: librdkafka takes that answer to "
+        "an idempotent produce as 'an earlier attempt of this batch was stored'; a broker that "
+        "did not store it has lost them", d.n_no_offset, d.n_no_offset_batches,
+        _produce.no_offset_topic(d), d.no_offset_partition)
