@@ -51,7 +51,9 @@ class _OffsetsAdmin(_AdminBase):
         return marks[partition]
 
     def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
-        """(low, high) exactly as the broker's ListOffsets answers them.
+        """(low, high) from the broker's ListOffsets answers (earliest, latest), with no
+        check by fetch: librdkafka returns the smaller of the two as low, so a broker that
+        answers them out of order (Tansu 0.6: docs/limitations.md) is not visible here.
 
         Args:
             topic: The topic name.
@@ -59,7 +61,7 @@ class _OffsetsAdmin(_AdminBase):
             timeout: Seconds to wait for the answer.
 
         Returns:
-            ``(low, high)`` as the broker reports them.
+            ``(low, high)``, the broker's two answers, the smaller first.
 
         Raises:
             rdk.KafkaError: No ListOffsets answer within ``timeout``, an unknown topic or
