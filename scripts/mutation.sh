@@ -37,7 +37,7 @@ declare -A MODULES=(
   # Batch.commit), worker supervision, rdk.aio
   [share_ack]="src/rdk/share/_messages.py src/rdk/share/_thread.py|tests/unit/test_share_messages.py tests/unit/test_share_ack.py|rdk.share._messages.xǁShareBatchǁ* rdk.share._thread.xǁShareThreadǁ_one_batch__* rdk.share._thread.xǁShareThreadǁ_deliver__* rdk.share._thread.xǁShareThreadǁ_wait_future__* rdk.share._thread.xǁShareThreadǁ_handoff_put__* rdk.share._thread.xǁShareThreadǁack_failed__* rdk.share._thread.xǁShareThreadǁserve_collected__* rdk.share._thread.xǁShareCountsǁ*"
   [settle]="src/rdk/consumer/_tracker.py src/rdk/consumer/_progress.py src/rdk/consumer/_batch.py|tests/unit/test_tracker.py tests/unit/test_progress.py|rdk.consumer._tracker.* rdk.consumer._progress.xǁProgressǁ* rdk.consumer._progress.xǁTopicStoresǁ* rdk.consumer._batch.xǁBatchǁcommit__* rdk.consumer._batch.xǁBatchǁcommit_through__*"
-  [supervision]="src/rdk/_worker_supervision.py|tests/unit/test_worker_supervision.py"
+  [supervision]="src/rdk/workers/_supervision.py|tests/unit/test_worker_supervision.py"
   # aio: every module of src/rdk/aio/ (the event thread's work of _event_work.py included) with
   # the unit tests, tests/integration/test_aio_waits.py (librdkafka's mock cluster) and the
   # mock-cluster tests of test_aio_{producer,consumer}.py ([mock] of those run on every broker

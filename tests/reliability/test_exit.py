@@ -208,7 +208,7 @@ EXIT_PROBE = """
 import os
 from pathlib import Path
 
-from rdk._worker_child import _child
+from rdk.workers._child import _child
 
 def receive(batch):
     with open(Path(os.environ["PROBE"]) / "processed.log", "a") as f:

@@ -55,10 +55,7 @@ PRIVATE_IMPORT_ALLOWED: dict[tuple[str, str], str] = {
 
 # type-only import cycles (annotations between collaborators), each a set of modules;
 # a cycle found must lie inside one of these
-TYPE_ONLY_CYCLES_ALLOWED: list[frozenset[str]] = [
-    # the pool's supervision annotates the WorkerStats it fills, which rdk.workers defines
-    frozenset({"rdk._worker_supervision", "rdk.workers"}),
-]
+TYPE_ONLY_CYCLES_ALLOWED: list[frozenset[str]] = []
 
 
 # ---- the module tree (AST) ----------------------------------------------------------

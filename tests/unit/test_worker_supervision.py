@@ -1,4 +1,4 @@
-"""Worker supervision (rdk._worker_supervision) without a broker: the supervising thread
+"""Worker supervision (rdk.workers._supervision) without a broker: the supervising thread
 runs real child processes (forked, so a test's plain function can be the worker: each one
 reports over the real pipe what a worker reports, then exits, waits for SIGTERM or ignores
 it) and the pool's two hooks record what they are told. Exact log lines, exit
@@ -17,8 +17,8 @@ import types as pytypes
 
 import pytest
 
-from rdk import _worker_supervision as sup
-from rdk._worker_supervision import MAX_BACKOFF, Slot, Supervision, describe_exit
+from rdk.workers import _supervision as sup
+from rdk.workers._supervision import MAX_BACKOFF, Slot, Supervision, describe_exit
 
 LOG = "rdk.workers"
 

@@ -8,7 +8,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-from .validate import check_callable, check_group_id, check_int, check_timeout
+from ..validate import check_callable, check_group_id, check_int, check_timeout
 
 __all__ = ["check_pool_arguments"]
 

@@ -16,10 +16,10 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._worker_child import worker_main
+from ._child import worker_main
 
 if TYPE_CHECKING:
-    from .workers import WorkerStats
+    from ._stats import WorkerStats
 
 __all__ = ["MAX_BACKOFF", "Slot", "Supervision", "describe_exit"]
 

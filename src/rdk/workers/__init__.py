@@ -42,17 +42,18 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from . import _exit
-from ._worker_child import FIGURES, current_slot, request_stop
-from ._worker_child import SHARE_FIGURES as SHARE_FIGURES
-from ._worker_config import check_pool_arguments as _check_pool_arguments
-from ._worker_supervision import MAX_BACKOFF as MAX_BACKOFF
-from ._worker_supervision import Slot as _Slot
-from ._worker_supervision import Supervision as _Supervision
-from .errors import RdkError
+from .. import _exit
+from ..errors import RdkError
+from ._child import FIGURES, current_slot, request_stop
+from ._child import SHARE_FIGURES as SHARE_FIGURES
+from ._config import check_pool_arguments as _check_pool_arguments
+from ._stats import WorkerStats as WorkerStats
+from ._supervision import MAX_BACKOFF as MAX_BACKOFF
+from ._supervision import Slot as _Slot
+from ._supervision import Supervision as _Supervision
 
 __all__ = [
     "PoolStats",
@@ -99,28 +100,6 @@ class WorkerError(RdkError):
         """The worker's exception as ``"TypeName: message"``, or None."""
         self.permanent = permanent
         """True when the pool stopped without restarting (the error was not transient)."""
-
-
-@dataclass(frozen=True)
-class WorkerStats:
-    """The latest stats one worker slot reported."""
-
-    slot: int
-    """The worker slot."""
-    pid: int
-    """The worker process's pid."""
-    waiting_kafka: int
-    """The worker consumer's ``waiting_kafka`` (see [rdk.ConsumerStats][])."""
-    waiting_local: int
-    """The worker consumer's ``waiting_local``."""
-    kafka_log_size: int
-    """The worker consumer's ``kafka_log_size``."""
-    partitions: dict[int, dict[str, int]] = field(default_factory=dict)
-    """``{partition: {"waiting_kafka", "waiting_local", "kafka_log_size"}}``."""
-    received: float = 0.0  # time.monotonic() in the parent when it arrived
-    """``time.monotonic()`` in the parent when the report arrived."""
-    share: dict[str, int] = field(default_factory=dict)  # a ShareConsumer's counts (SHARE_FIGURES)
-    """A share consumer's counts (``delivered``, ``accepted``...); ``{}`` for other consumers."""
 
 
 @dataclass(frozen=True)

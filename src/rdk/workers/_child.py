@@ -30,7 +30,7 @@ _PERMANENT_KAFKA_ERRORS = frozenset({"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC", "
 def _is_permanent(error: BaseException) -> bool:
     """A start failure that a restart would only repeat: wrong input, refused configuration,
     an unusable offset directory, or a topic that does not exist."""
-    from .errors import KafkaError, LockedError
+    from ..errors import KafkaError, LockedError
 
     if isinstance(error, LockedError):
         return False  # the previous worker of the slot may still hold the lock
@@ -97,7 +97,7 @@ def _stats_payload(info: Any) -> dict:
         per[int(p)] = {name: _figure(figs, name) for name in FIGURES}
     payload: dict[str, Any] = {name: _figure(info, name) for name in FIGURES}
     payload["partitions"] = per
-    from .share import ShareStats
+    from ..share import ShareStats
 
     if isinstance(info, ShareStats):
         payload["share"] = {name: _figure(info, name) for name in SHARE_FIGURES}
