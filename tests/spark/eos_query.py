@@ -4,14 +4,19 @@ that a test can SIGKILL it: input topic -> mapInArrow (fault injection) -> rdkaf
     python eos_query.py BOOTSTRAP INPUT OUTPUT CHECKPOINT MARKERS --faults worker:0,driver:1
         [--at-least-once] [--read]
 
-Each fault fires once (MARKERS/fired-<kind>-<batch> records it) in task 0 of its
-micro-batch after the sink took some of that task's rows (they reached the staging topic of
-the exactly-once sink, or the output topic of the at-least-once one): ``worker`` SIGKILLs
-the Python worker that runs the mapInArrow upstream of the sink (Spark retries the task;
-the sink's writer sees its input end early, as if it were complete), ``driver`` creates
-MARKERS/kill-driver and blocks until the test kills this process group. ``--read`` prints
-the output topic's values read back with ``kafka.isolation.level=read_committed`` as one
-JSON line after the query finished.
+Each fault fires once (MARKERS/fired-<kind>-<batch> records it). ``worker``, ``driver`` and
+``broker`` fire in task 0 of their micro-batch after the sink took some of that task's rows
+(they reached the staging topic of the exactly-once sink, or the output topic of the
+at-least-once one): ``worker`` SIGKILLs the Python worker that runs the mapInArrow upstream
+of the sink (Spark retries the task; the sink's writer sees its input end early, as if it
+were complete), ``driver`` creates MARKERS/kill-driver and blocks until the test kills this
+process group, ``broker`` writes MARKERS/kill-broker (JSON: the topic task 0 writes, its
+partition 0) and goes on once the test removed it (having killed a broker). ``txn`` fires in
+the exactly-once sink's commit of its micro-batch, once the copy's rows are sent and
+delivered inside its open transaction: MARKERS/kill-broker names the copy's transactional
+id, and the commit goes on once the test removed it. ``--read`` prints the output topic's
+values read back with ``kafka.isolation.level=read_committed`` as one JSON line after the
+query finished.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ def main() -> None:
     faults = {int(b): kind for kind, b in (f.split(":") for f in args.faults.split(",") if f)}
     watched = args.output if args.at_least_once else f"{args.output}.rdk-staging"
     inject = _injector(args.bootstrap, watched, Path(args.markers), faults)
+    sink = "rdkafka"
+    if "txn" in faults.values():
+        sink = _register_txn_faults(spark, Path(args.markers), faults)
 
     source = (spark.readStream.format("rdkafka")
               .option("kafka.bootstrap.servers", args.bootstrap)
@@ -61,7 +69,7 @@ def main() -> None:
               .load()
               .select("value")
               .mapInArrow(inject, "value binary"))
-    writer = (source.writeStream.format("rdkafka")
+    writer = (source.writeStream.format(sink)
               .option("kafka.bootstrap.servers", args.bootstrap)
               .option("topic", args.output)
               .option("checkpointLocation", args.checkpoint)
@@ -101,7 +109,7 @@ def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, str
         batch_id = int(ctx.getLocalProperty("streaming.sql.batchId"))
         kind = faults.get(batch_id)
         fired = markers / f"fired-{kind}-{batch_id}"
-        armed = kind is not None and ctx.partitionId() == 0 and not fired.exists()
+        armed = kind in TASK_FAULTS and ctx.partitionId() == 0 and not fired.exists()
         before = written() if armed else 0
         for n, batch in enumerate(batches, 1):
             # 2 KiB rows: the worker's 64 KiB output buffer flushes after a few of them, so
@@ -117,11 +125,77 @@ def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, str
                 fired.touch()
                 if kind == "worker":
                     os.kill(os.getpid(), signal.SIGKILL)
+                if kind == "broker":
+                    _hold_for_broker_kill(markers, {"kind": kind, "topic": watched, "partition": 0})
+                    continue
                 (markers / "kill-driver").touch()
                 time.sleep(300)  # the test kills this process group now
                 raise RuntimeError("the test did not kill the driver")
 
     return inject
+
+
+TASK_FAULTS = ("worker", "driver", "broker")
+
+
+def _hold_for_broker_kill(markers: Path, info: dict) -> None:
+    """Ask the test to kill a broker (MARKERS/kill-broker holds ``info``); return once it
+    removed the file."""
+    ask = markers / "kill-broker"
+    tmp = markers / "kill-broker.tmp"
+    tmp.write_text(json.dumps(info))
+    tmp.rename(ask)  # the test never reads half a file
+    deadline = time.monotonic() + 240
+    while ask.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test did not kill a broker within 240 s")
+        time.sleep(0.05)
+
+
+def _register_txn_faults(spark, markers: Path, faults: dict[int, str]) -> str:
+    """Register format("rdkafka-txn-faults"): format("rdkafka") whose exactly-once commit of
+    each ``txn`` micro-batch holds, once, between sending the copy's rows (delivered, in the
+    open transaction) and committing, until the test killed a broker."""
+    from rdk.spark import _exactly_once as eos
+    from rdk.spark.source import KafkaDataSource
+    from rdk.spark.writer import KafkaStreamWriter
+
+    batches = {b for b, kind in faults.items() if kind == "txn"}
+
+    class HoldingWriter(KafkaStreamWriter):
+        def commit(self, messages, batchId):
+            fired = markers / f"fired-txn-{batchId}"
+            if batchId not in batches or fired.exists():
+                return super().commit(messages, batchId)
+            staged = [m for m in messages if isinstance(m, eos.StagedCommitMessage)]
+            tid = eos.marker_name(self.opts, staged[0].query_id)
+            copy = eos._copy_attempts
+
+            def copy_then_hold(*args):
+                got = copy(*args)  # every row sent and delivered inside the open transaction
+                fired.touch()
+                _hold_for_broker_kill(markers, {"kind": "txn", "transactional_id": tid,
+                                                "topic": self.opts.topic})
+                return got
+
+            eos._copy_attempts = copy_then_hold
+            try:
+                return super().commit(messages, batchId)
+            finally:
+                eos._copy_attempts = copy
+
+    class HoldingSource(KafkaDataSource):
+        @classmethod
+        def name(cls):
+            return "rdkafka-txn-faults"
+
+        def streamWriter(self, schema, overwrite):
+            writer = super().streamWriter(schema, overwrite)
+            writer.__class__ = HoldingWriter
+            return writer
+
+    spark.dataSource.register(HoldingSource)
+    return HoldingSource.name()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from conftest import send_all
+from helpers import kafka_unavailable, txn_coordinator, wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -40,33 +41,55 @@ def topics(kafka_cluster, new_topic, produce):
     return source, new_topic(kafka_cluster, 2, "eos-out")
 
 
-def run_query(kafka_cluster, source, output, tmp_path, faults, *extra, kill_driver=False):
+def run_query(kafka_cluster, source, output, tmp_path, faults, *extra, kill_driver=False,
+              kill_broker=None):
     """Run eos_query.py once; with ``kill_driver``, SIGKILL its process group as soon as the
-    query says it is mid-micro-batch, and return None; else return the printed values."""
+    query says it is mid-micro-batch, and return None; else return the printed values, and
+    call ``kill_broker(info)`` each time the query asks for a broker kill, then let the query
+    go on and call what ``kill_broker`` returned (if not None)."""
     markers = tmp_path / "markers"
     markers.mkdir(exist_ok=True)
     cmd = [sys.executable, str(QUERY), kafka_cluster.bootstrap_servers, source, output,
            str(tmp_path / "checkpoint"), str(markers), "--faults", faults, *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=Path(__file__).parents[2])
+    out, err = (tmp_path / "query.out").open("w+"), (tmp_path / "query.err").open("w+")
+    proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, start_new_session=True,
+                            cwd=Path(__file__).parents[2])
     try:
         if kill_driver:
             kill = markers / "kill-driver"
             wait_until(lambda: kill.exists() or proc.poll() is not None, 240,
                        "the query to reach its driver fault")
-            assert kill.exists(), f"the query ended before its fault: {proc.communicate()[1][-3000:]}"
+            assert kill.exists(), f"the query ended before its fault: {_tail(err)}"
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
             kill.unlink()
             return None
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-4000:]
-        return json.loads(out.strip().splitlines()[-1])
+        ask = markers / "kill-broker"
+        while True:
+            wait_until(lambda: ask.exists() or proc.poll() is not None, 300,
+                       "the query to end or ask for a broker kill")
+            if not ask.exists():
+                break
+            assert kill_broker is not None, "the plan has a broker fault: pass kill_broker"
+            then = kill_broker(json.loads(ask.read_text()))
+            ask.unlink()  # the query goes on
+            if then is not None:
+                then()
+        assert proc.wait(30) == 0, _tail(err)
+        out.seek(0)
+        return json.loads(out.read().strip().splitlines()[-1])
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
         _reap_group(proc.pid)
+        out.close()
+        err.close()
+
+
+def _tail(stream) -> str:
+    stream.seek(0)
+    return stream.read()[-4000:]
 
 
 def _reap_group(pgid: int) -> None:
@@ -93,6 +116,13 @@ def test_exactly_once_across_an_upstream_worker_kill_and_a_driver_kill(kafka_clu
     for _ in range(plan.count("driver:")):
         run_query(kafka_cluster, source, output, tmp_path, plan, kill_driver=True)
     got = run_query(kafka_cluster, source, output, tmp_path, plan, "--read")
+    assert_each_row_once(got, tmp_path, plan)
+    # the faults hit mid-write: the staging topic holds the failed attempts' rows too
+    assert log_end(kafka_cluster, f"{output}.rdk-staging") > ROWS
+
+
+def assert_each_row_once(got: list[str], tmp_path: Path, plan: str) -> None:
+    """Every fault of ``plan`` fired, and ``got`` holds each input row once."""
     fired = sorted(p.name for p in (tmp_path / "markers").glob("fired-*"))
     assert fired == sorted(f"fired-{kind}-{b}" for kind, b in
                            (f.split(":") for f in plan.split(",")))
@@ -100,8 +130,56 @@ def test_exactly_once_across_an_upstream_worker_kill_and_a_driver_kill(kafka_clu
     assert len(got) == ROWS and set(counts) == {f"r-{i}" for i in range(ROWS)}, (
         f"{len(got)} rows read, {len(counts)} distinct; duplicated: "
         f"{[v for v, c in counts.items() if c > 1][:10]}")
-    # the faults hit mid-write: the staging topic holds the failed attempts' rows too
-    assert log_end(kafka_cluster, f"{output}.rdk-staging") > ROWS
+
+
+@pytest.fixture
+def three_brokers(tmp_path):
+    """A 3-node Apache Kafka of this test's own (it kills nodes), with RF 3 topics and
+    min.insync.replicas 2: an input of ROWS rows over 4 partitions, the output and its
+    staging topic (2 partitions each)."""
+    if reason := kafka_unavailable():
+        pytest.skip(f"Apache Kafka: {reason}")
+    from rdk.testing import KafkaCluster
+
+    with KafkaCluster(3) as kc:
+        durable = {"min.insync.replicas": 2}
+        for topic, parts in (("eos-in", 4), ("eos-out", 2), ("eos-out.rdk-staging", 2)):
+            kc.create_topic(topic, parts, replication_factor=3, config=durable)
+        for p in range(4):
+            send_all(kc.bootstrap_servers, "eos-in", p, [f"r-{i}".encode() for i in range(p, ROWS, 4)])
+        yield kc
+
+
+@pytest.mark.timeout(600)
+def test_exactly_once_across_broker_kills_mid_write_and_mid_transaction(three_brokers, tmp_path):
+    """One query, 5 micro-batches, 5 faults: the mapInArrow's Python worker SIGKILLed in
+    micro-batches 0, 2 and 4; in micro-batch 1 the leader of the staging partition task 0
+    writes SIGKILLed while that task is mid-write (then restarted while the query goes on);
+    in micro-batch 3 the copy's transaction coordinator SIGKILLed while the copy's
+    transaction is open, its rows sent and delivered (not restarted: the query ends on 2
+    nodes)."""
+    kc = three_brokers
+    plan = "worker:0,broker:1,worker:2,txn:3,worker:4"
+    killed: list[tuple[str, int]] = []
+
+    def kill_broker(info: dict):
+        if info["kind"] == "broker":  # task 0 is mid-write, holding its next rows
+            victim = kc.leader(info["topic"], info["partition"])
+            kc.kill(victim)
+            killed.append(("staging partition 0 leader", victim))
+            return lambda: kc.restart(victim)  # back before the next kill; the query goes on
+        victim = txn_coordinator(kc, info["transactional_id"])  # the copy's transaction is open
+        roles = [f"{t}[{p}]" for t in ("eos-out", "eos-out.rdk-staging") for p in range(2)
+                 if kc.leader(t, p) == victim]
+        kc.kill(victim)
+        killed.append((f"transaction coordinator (also leader of {roles})", victim))
+        return None
+
+    got = run_query(kc, "eos-in", "eos-out", tmp_path, plan, "--read", kill_broker=kill_broker)
+    print(f"killed: {killed}")
+    assert len(killed) == 2
+    assert_each_row_once(got, tmp_path, plan)
+    assert log_end(kc, "eos-out.rdk-staging") > ROWS
 
 
 BOOT = {"kafka.bootstrap.servers": "localhost:9092"}
