@@ -4,10 +4,11 @@ that a test can SIGKILL it: input topic -> mapInArrow (fault injection) -> rdkaf
     python eos_query.py BOOTSTRAP INPUT OUTPUT CHECKPOINT MARKERS --faults worker:0,driver:1
         [--at-least-once] [--read]
 
-Each fault fires once (MARKERS/fired-<kind>-<batch> records it). ``worker``, ``driver`` and
-``broker`` fire in task 0 of their micro-batch after the sink took some of that task's rows
-(they reached the staging topic of the exactly-once sink, or the output topic of the
-at-least-once one): ``worker`` SIGKILLs the Python worker that runs the mapInArrow upstream
+Each fault fires once (a file MARKERS/fired-* records it). ``worker``, ``driver`` and
+``broker`` fire in task 0 of their micro-batch (several of one micro-batch in turn, one per
+attempt of task 0) after the sink took some of that task's rows (they reached task 0's
+staging partition, 0, of the exactly-once sink, or the output topic of the at-least-once
+one): ``worker`` SIGKILLs the Python worker that runs the mapInArrow upstream
 of the sink (Spark retries the task; the sink's writer sees its input end early, as if it
 were complete), ``driver`` creates MARKERS/kill-driver and blocks until the test kills this
 process group, ``broker`` writes MARKERS/kill-broker (JSON: the topic task 0 writes, its
@@ -54,11 +55,12 @@ def main() -> None:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     rdk.spark.register(spark)
-    faults = {int(b): kind for kind, b in (f.split(":") for f in args.faults.split(",") if f)}
+    faults = parse_plan(args.faults)
     watched = args.output if args.at_least_once else f"{args.output}.rdk-staging"
-    inject = _injector(args.bootstrap, watched, Path(args.markers), faults)
+    inject = _injector(args.bootstrap, watched, Path(args.markers), faults,
+                       staged=not args.at_least_once)
     sink = "rdkafka"
-    if "txn" in faults.values():
+    if any("txn" in kinds for kinds in faults.values()):
         sink = _register_txn_faults(spark, Path(args.markers), faults)
 
     source = (spark.readStream.format("rdkafka")
@@ -91,15 +93,17 @@ def main() -> None:
 PAD = b"|" + b"." * 2048
 
 
-def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, str]):
+def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, list[str]],
+              staged: bool):
     def written() -> int:
-        """The log end of every partition of ``watched``, summed."""
+        """The log end of task 0's staging partition (0), or of every partition of the
+        at-least-once sink's output, summed."""
         import rdk
 
         # read_uncommitted: the log end, open transactions included (not the stable offset)
         with rdk.Admin(bootstrap, {"isolation.level": "read_uncommitted"}) as admin:
-            return sum(admin.query_watermarks(watched, p)[1]
-                       for p in range(admin.partition_count(watched)))
+            parts = [0] if staged else range(admin.partition_count(watched))
+            return sum(admin.query_watermarks(watched, p)[1] for p in parts)
 
     def inject(batches):
         import pyarrow as pa
@@ -107,9 +111,11 @@ def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, str
 
         ctx = TaskContext.get()
         batch_id = int(ctx.getLocalProperty("streaming.sql.batchId"))
-        kind = faults.get(batch_id)
-        fired = markers / f"fired-{kind}-{batch_id}"
-        armed = kind in TASK_FAULTS and ctx.partitionId() == 0 and not fired.exists()
+        # the task faults of this micro-batch fire in turn, one per attempt of task 0
+        due = [(k, markers / name) for k, name in _task_faults(faults, batch_id)
+               if not (markers / name).exists()]
+        kind, fired = due[0] if due and ctx.partitionId() == 0 else (None, markers / "none")
+        armed = kind is not None
         before = written() if armed else 0
         for n, batch in enumerate(batches, 1):
             # 2 KiB rows: the worker's 64 KiB output buffer flushes after a few of them, so
@@ -138,6 +144,30 @@ def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, str
 TASK_FAULTS = ("worker", "driver", "broker")
 
 
+def parse_plan(plan: str) -> dict[int, list[str]]:
+    """"worker:0,worker:0,driver:1,txn:4" -> {micro-batch: its fault kinds, in order}."""
+    faults: dict[int, list[str]] = {}
+    for kind, batch in (f.split(":") for f in plan.split(",") if f):
+        if kind not in (*TASK_FAULTS, "txn"):
+            raise ValueError(f"unknown fault kind {kind!r} in {plan!r}")
+        faults.setdefault(int(batch), []).append(kind)
+    return faults
+
+
+def _task_faults(faults: dict[int, list[str]], batch: int) -> list[tuple[str, str]]:
+    """(kind, marker name) of ``batch``'s task faults, in firing order."""
+    kinds = [k for k in faults.get(batch, []) if k != "txn"]
+    return [(k, f"fired-{k}-{batch}-{i}") for i, k in enumerate(kinds)]
+
+
+def fired_names(plan: str) -> list[str]:
+    """The marker names the faults of ``plan`` leave once all fired, sorted."""
+    faults = parse_plan(plan)
+    names = [name for b in faults for _, name in _task_faults(faults, b)]
+    names += [f"fired-txn-{b}" for b, kinds in faults.items() if "txn" in kinds]
+    return sorted(names)
+
+
 def _hold_for_broker_kill(markers: Path, info: dict) -> None:
     """Ask the test to kill a broker (MARKERS/kill-broker holds ``info``); return once it
     removed the file."""
@@ -152,7 +182,7 @@ def _hold_for_broker_kill(markers: Path, info: dict) -> None:
         time.sleep(0.05)
 
 
-def _register_txn_faults(spark, markers: Path, faults: dict[int, str]) -> str:
+def _register_txn_faults(spark, markers: Path, faults: dict[int, list[str]]) -> str:
     """Register format("rdkafka-txn-faults"): format("rdkafka") whose exactly-once commit of
     each ``txn`` micro-batch holds, once, between sending the copy's rows (delivered, in the
     open transaction) and committing, until the test killed a broker."""
@@ -160,7 +190,7 @@ def _register_txn_faults(spark, markers: Path, faults: dict[int, str]) -> str:
     from rdk.spark.source import KafkaDataSource
     from rdk.spark.writer import KafkaStreamWriter
 
-    batches = {b for b, kind in faults.items() if kind == "txn"}
+    batches = {b for b, kinds in faults.items() if "txn" in kinds}
 
     class HoldingWriter(KafkaStreamWriter):
         def commit(self, messages, batchId):

@@ -25,20 +25,13 @@ from pathlib import Path
 
 import pytest
 from conftest import send_all
+from eos_query import fired_names
 from helpers import kafka_unavailable, txn_coordinator, wait_until
 
 pytestmark = pytest.mark.spark
 
 QUERY = Path(__file__).with_name("eos_query.py")
 ROWS = 4000
-
-
-@pytest.fixture
-def topics(kafka_cluster, new_topic, produce):
-    source = new_topic(kafka_cluster, 4, "eos-in")
-    for p in range(4):
-        produce(kafka_cluster, source, p, [f"r-{i}".encode() for i in range(p, ROWS, 4)])
-    return source, new_topic(kafka_cluster, 2, "eos-out")
 
 
 def run_query(kafka_cluster, source, output, tmp_path, faults, *extra, kill_driver=False,
@@ -107,25 +100,10 @@ def log_end(kafka_cluster, topic: str) -> int:
         return sum(a.query_watermarks(topic, p)[1] for p in range(a.partition_count(topic)))
 
 
-@pytest.mark.timeout(1500)  # a Spark driver per driver fault, and one more, one after the other
-def test_exactly_once_across_an_upstream_worker_kill_and_a_driver_kill(kafka_cluster, topics,
-                                                                       tmp_path):
-    source, output = topics
-    # RDK_EOS_FAULTS runs a longer campaign, e.g. "worker:0,driver:1,driver:2,driver:3"
-    plan = os.environ.get("RDK_EOS_FAULTS", "worker:0,driver:1")
-    for _ in range(plan.count("driver:")):
-        run_query(kafka_cluster, source, output, tmp_path, plan, kill_driver=True)
-    got = run_query(kafka_cluster, source, output, tmp_path, plan, "--read")
-    assert_each_row_once(got, tmp_path, plan)
-    # the faults hit mid-write: the staging topic holds the failed attempts' rows too
-    assert log_end(kafka_cluster, f"{output}.rdk-staging") > ROWS
-
-
 def assert_each_row_once(got: list[str], tmp_path: Path, plan: str) -> None:
     """Every fault of ``plan`` fired, and ``got`` holds each input row once."""
     fired = sorted(p.name for p in (tmp_path / "markers").glob("fired-*"))
-    assert fired == sorted(f"fired-{kind}-{b}" for kind, b in
-                           (f.split(":") for f in plan.split(",")))
+    assert fired == fired_names(plan)
     counts = collections.Counter(got)
     assert len(got) == ROWS and set(counts) == {f"r-{i}" for i in range(ROWS)}, (
         f"{len(got)} rows read, {len(counts)} distinct; duplicated: "
@@ -150,16 +128,23 @@ def three_brokers(tmp_path):
         yield kc
 
 
-@pytest.mark.timeout(600)
-def test_exactly_once_across_broker_kills_mid_write_and_mid_transaction(three_brokers, tmp_path):
-    """One query, 5 micro-batches, 5 faults: the mapInArrow's Python worker SIGKILLed in
-    micro-batches 0, 2 and 4; in micro-batch 1 the leader of the staging partition task 0
-    writes SIGKILLed while that task is mid-write (then restarted while the query goes on);
-    in micro-batch 3 the copy's transaction coordinator SIGKILLed while the copy's
-    transaction is open, its rows sent and delivered (not restarted: the query ends on 2
-    nodes)."""
+#: 9 faults over the 5 micro-batches (those of one micro-batch fire in turn, one per attempt of
+#: task 0): 6 Python worker SIGKILLs, a driver SIGKILL, 2 broker SIGKILLs
+PLAN = "worker:0,worker:0,driver:1,worker:2,broker:2,worker:3,worker:3,worker:4,txn:4"
+
+
+@pytest.mark.timeout(1500)  # a Spark driver per driver fault, and one more, one after the other
+def test_exactly_once_across_worker_driver_and_broker_kills(three_brokers, tmp_path):
+    """The default plan: the mapInArrow's Python worker SIGKILLed twice in micro-batch 0 (two
+    attempts of task 0), the driver SIGKILLed mid-micro-batch 1 and the query restarted from
+    its checkpoint, in micro-batch 2 a worker SIGKILL then the leader of the staging
+    partition task 0 writes SIGKILLed while that task's next attempt is mid-write (restarted
+    while the query goes on), two worker SIGKILLs in micro-batch 3, one in 4, and in 4 the
+    copy's transaction coordinator SIGKILLed while the copy's transaction is open with its
+    rows sent and delivered (not restarted: the query ends on 2 nodes)."""
     kc = three_brokers
-    plan = "worker:0,broker:1,worker:2,txn:3,worker:4"
+    # RDK_EOS_FAULTS runs another campaign, e.g. "worker:0,driver:1,driver:2,driver:3"
+    plan = os.environ.get("RDK_EOS_FAULTS", PLAN)
     killed: list[tuple[str, int]] = []
 
     def kill_broker(info: dict):
@@ -175,10 +160,13 @@ def test_exactly_once_across_broker_kills_mid_write_and_mid_transaction(three_br
         killed.append((f"transaction coordinator (also leader of {roles})", victim))
         return None
 
+    for _ in range(plan.count("driver:")):
+        run_query(kc, "eos-in", "eos-out", tmp_path, plan, kill_driver=True)
     got = run_query(kc, "eos-in", "eos-out", tmp_path, plan, "--read", kill_broker=kill_broker)
     print(f"killed: {killed}")
-    assert len(killed) == 2
+    assert len(killed) == plan.count("broker:") + plan.count("txn:")
     assert_each_row_once(got, tmp_path, plan)
+    # the faults hit mid-write: the staging topic holds the failed attempts' rows too
     assert log_end(kc, "eos-out.rdk-staging") > ROWS
 
 
