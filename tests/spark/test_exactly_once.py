@@ -1,16 +1,18 @@
 """The exactly-once stream sink (``exactlyOnce``) on Apache Kafka, under faults.
 
 Each query runs as its own driver process (tests/spark/eos_query.py, local[2,4]: a failed
-task is tried again) reading N distinct rows in 5 micro-batches and writing them through a
-mapInArrow that injects the faults once each, after the sink took some of the faulty task's
-rows: the mapInArrow's Python worker SIGKILLed (Spark retries the task, and the sink's
-writer sees its input end early as if complete: the case a task-side commit gets wrong),
-then the driver SIGKILLed mid-micro-batch and restarted from its checkpoint. The output,
-read back with read_committed by format("rdkafka"), must hold every input row exactly once,
-while the staging topic holds more rows than that (the faults hit mid-write). Copying every
-staged attempt instead of the successful ones gives 300 duplicates here (checked by breaking
-the filter), and ``eos_query.py --at-least-once`` shows the at-least-once sink duplicating
-under the same worker fault.
+task is tried again) reading N distinct rows in 5 micro-batches from a 3-node Kafka and
+writing them through a mapInArrow that injects the faults once each, at points the query
+waits for: the mapInArrow's Python worker SIGKILLed after the sink staged some of the task's
+rows (Spark retries the task, and the sink's writer sees its input end early as if complete:
+the case a task-side commit gets wrong), the driver SIGKILLed mid-micro-batch and restarted
+from its checkpoint, a staging partition's leader SIGKILLed mid-write, the copy's
+transaction coordinator SIGKILLed mid-transaction. The output, read back with read_committed
+by format("rdkafka"), must hold every input row exactly once, while the staging topic holds
+more rows than that (the faults hit mid-write). Copying every staged attempt instead of the
+successful ones gives 550 duplicates here (checked by breaking the filter), and
+``eos_query.py --at-least-once`` shows the at-least-once sink duplicating under the same
+worker faults.
 """
 
 from __future__ import annotations
@@ -111,18 +113,17 @@ def assert_each_row_once(got: list[str], tmp_path: Path, plan: str) -> None:
 
 
 @pytest.fixture
-def three_brokers(tmp_path):
-    """A 3-node Apache Kafka of this test's own (it kills nodes), with RF 3 topics and
-    min.insync.replicas 2: an input of ROWS rows over 4 partitions, the output and its
-    staging topic (2 partitions each)."""
+def three_brokers():
+    """A 3-node Apache Kafka of this test's own (it kills nodes) with min.insync.replicas 2:
+    an input of ROWS rows over 4 partitions and the output (2 partitions), both with 3
+    replicas; the sink creates the staging topic like the output."""
     if reason := kafka_unavailable():
         pytest.skip(f"Apache Kafka: {reason}")
     from rdk.testing import KafkaCluster
 
-    with KafkaCluster(3) as kc:
-        durable = {"min.insync.replicas": 2}
-        for topic, parts in (("eos-in", 4), ("eos-out", 2), ("eos-out.rdk-staging", 2)):
-            kc.create_topic(topic, parts, replication_factor=3, config=durable)
+    with KafkaCluster(3, config={"min.insync.replicas": 2}) as kc:
+        for topic, parts in (("eos-in", 4), ("eos-out", 2)):
+            kc.create_topic(topic, parts, replication_factor=3)
         for p in range(4):
             send_all(kc.bootstrap_servers, "eos-in", p, [f"r-{i}".encode() for i in range(p, ROWS, 4)])
         yield kc
@@ -168,6 +169,11 @@ def test_exactly_once_across_worker_driver_and_broker_kills(three_brokers, tmp_p
     assert_each_row_once(got, tmp_path, plan)
     # the faults hit mid-write: the staging topic holds the failed attempts' rows too
     assert log_end(kc, "eos-out.rdk-staging") > ROWS
+    import rdk
+
+    with rdk.Admin(kc.bootstrap_servers) as admin:  # created with the output's replicas
+        staging = {t.name: t for t in admin.list_topics()}["eos-out.rdk-staging"]
+        assert {len(p.replicas) for p in staging.partitions} == {3}
 
 
 BOOT = {"kafka.bootstrap.servers": "localhost:9092"}
