@@ -38,6 +38,9 @@ def main() -> None:
     ap.add_argument("--faults", default="")
     ap.add_argument("--at-least-once", action="store_true")
     ap.add_argument("--read", action="store_true")
+    ap.add_argument("--control-jvm", metavar="TOPIC",
+                    help="then write the input to TOPIC with Spark's JVM sink under a worker "
+                         "kill and print its values read back on a line 'JVM <json>'")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -45,7 +48,12 @@ def main() -> None:
 
     import rdk.spark
 
-    spark = (SparkSession.builder.master("local[2,4]")  # 2 cores, a task tried up to 4 times
+    builder = SparkSession.builder
+    if args.control_jvm:
+        from conftest import spark_kafka_jars  # tests/spark/conftest.py
+
+        builder = builder.config("spark.jars", ",".join(spark_kafka_jars()))
+    spark = (builder.master("local[2,4]")  # 2 cores, a task tried up to 4 times
              .appName("rdk-eos-test")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
@@ -79,15 +87,45 @@ def main() -> None:
     if not args.at_least_once:
         writer = writer.option("exactlyOnce", "true")
     writer.start().awaitTermination()
+    if args.control_jvm:
+        _jvm_control(spark, args)
     if args.read:
-        rows = (spark.read.format("rdkafka")
-                .option("kafka.bootstrap.servers", args.bootstrap)
-                .option("subscribe", args.output)
-                .option("kafka.isolation.level", "read_committed")
-                .load().select("value").collect())
-        print(json.dumps(sorted(bytes(r.value).split(b"|")[0].decode() for r in rows)),
-              flush=True)
+        print(json.dumps(_read_values(spark, args.bootstrap, args.output)), flush=True)
     spark.stop()
+
+
+def _read_values(spark, bootstrap: str, topic: str) -> list[str]:
+    """The values of ``topic`` (without their padding), read with read_committed, sorted."""
+    rows = (spark.read.format("rdkafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("kafka.isolation.level", "read_committed")
+            .load().select("value").collect())
+    return sorted(bytes(r.value).split(b"|")[0].decode() for r in rows)
+
+
+def _jvm_control(spark, args) -> None:
+    """The input written to ``--control-jvm`` by format("kafka") in 2 micro-batches, the
+    mapInArrow's Python worker SIGKILLed once in micro-batch 0 after the sink wrote some of
+    task 0's rows; its values printed as 'JVM <json>'."""
+    markers = Path(args.markers) / "jvm"
+    markers.mkdir(exist_ok=True)
+    inject = _injector(args.bootstrap, args.control_jvm, markers, {0: ["worker"]}, staged=False)
+    (spark.readStream.format("rdkafka")
+     .option("kafka.bootstrap.servers", args.bootstrap)
+     .option("subscribe", args.input)
+     .option("startingOffsets", "earliest")
+     .option("maxOffsetsPerTrigger", "2000")
+     .load().select("value").mapInArrow(inject, "value binary")
+     .writeStream.format("kafka")
+     .option("kafka.bootstrap.servers", args.bootstrap)
+     .option("topic", args.control_jvm)
+     .option("checkpointLocation", f"{args.checkpoint}-jvm")
+     .trigger(availableNow=True)
+     .start().awaitTermination())
+    fired = sorted(p.name for p in markers.glob("fired-*"))
+    values = _read_values(spark, args.bootstrap, args.control_jvm)
+    print("JVM " + json.dumps({"fired": fired, "values": values}), flush=True)
 
 
 PAD = b"|" + b"." * 2048

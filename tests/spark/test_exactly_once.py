@@ -10,9 +10,9 @@ from its checkpoint, a staging partition's leader SIGKILLed mid-write, the copy'
 transaction coordinator SIGKILLed mid-transaction. The output, read back with read_committed
 by format("rdkafka"), must hold every input row exactly once, while the staging topic holds
 more rows than that (the faults hit mid-write). Copying every staged attempt instead of the
-successful ones gives 550 duplicates here (checked by breaking the filter), and
-``eos_query.py --at-least-once`` shows the at-least-once sink duplicating under the same
-worker faults.
+successful ones gives 550 duplicates here (checked by breaking the filter); Spark's JVM sink,
+run in the same driver under one worker kill, duplicates the killed attempt's rows (asserted),
+and ``eos_query.py --at-least-once`` shows rdk's at-least-once sink doing the same.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import send_all
+from conftest import send_all, spark_kafka_jars
 from eos_query import fired_names
 from helpers import kafka_unavailable, txn_coordinator, wait_until
 
@@ -122,7 +122,7 @@ def three_brokers():
     from rdk.testing import KafkaCluster
 
     with KafkaCluster(3, config={"min.insync.replicas": 2}) as kc:
-        for topic, parts in (("eos-in", 4), ("eos-out", 2)):
+        for topic, parts in (("eos-in", 4), ("eos-out", 2), ("jvm-out", 2)):
             kc.create_topic(topic, parts, replication_factor=3)
         for p in range(4):
             send_all(kc.bootstrap_servers, "eos-in", p, [f"r-{i}".encode() for i in range(p, ROWS, 4)])
@@ -163,7 +163,9 @@ def test_exactly_once_across_worker_driver_and_broker_kills(three_brokers, tmp_p
 
     for _ in range(plan.count("driver:")):
         run_query(kc, "eos-in", "eos-out", tmp_path, plan, kill_driver=True)
-    got = run_query(kc, "eos-in", "eos-out", tmp_path, plan, "--read", kill_broker=kill_broker)
+    # the control: Spark's JVM sink under a worker kill, in the same driver (if its jars are here)
+    jvm = ["--control-jvm", "jvm-out"] if spark_kafka_jars() else []
+    got = run_query(kc, "eos-in", "eos-out", tmp_path, plan, "--read", *jvm, kill_broker=kill_broker)
     print(f"killed: {killed}")
     assert len(killed) == plan.count("broker:") + plan.count("txn:")
     assert_each_row_once(got, tmp_path, plan)
@@ -174,6 +176,13 @@ def test_exactly_once_across_worker_driver_and_broker_kills(three_brokers, tmp_p
     with rdk.Admin(kc.bootstrap_servers) as admin:  # created with the output's replicas
         staging = {t.name: t for t in admin.list_topics()}["eos-out.rdk-staging"]
         assert {len(p.replicas) for p in staging.partitions} == {3}
+    if jvm:  # the check above sees duplicates: the JVM sink writes the killed attempt's twice
+        control = next(json.loads(line[4:]) for line in (tmp_path / "query.out").read_text()
+                       .splitlines() if line.startswith("JVM "))
+        counts = collections.Counter(control["values"])
+        print(f"JVM sink: {len(control['values'])} rows, {len(counts)} distinct")
+        assert control["fired"] == ["fired-worker-0-0"]
+        assert set(counts) == {f"r-{i}" for i in range(ROWS)} and len(control["values"]) > ROWS
 
 
 BOOT = {"kafka.bootstrap.servers": "localhost:9092"}

@@ -93,13 +93,17 @@ def prepare_staging(opts: WriteOptions) -> int:
     staging = staging_topic(opts)
     assert opts.topic is not None  # parse_write_options requires it
     with _admin(opts) as admin:
+        (there,) = admin._client.metadata(staging)
+        if there.error is None and there.partitions:
+            return len(there.partitions)
         (meta,) = admin._client.metadata(opts.topic)
         if meta.error is not None:
             raise meta.error
         replicas = max(len(p.replicas) for p in meta.partitions)
         admin.create_topics([(staging, len(meta.partitions), replicas,
                               {"retention.ms": str(STAGING_RETENTION_MS)})], exist_ok=True)
-        return admin.partition_count(staging)
+        # the brokers' metadata may not list a topic just created yet: it has what was asked
+        return len(meta.partitions)
 
 
 def task_identity() -> tuple[str, int, int]:
