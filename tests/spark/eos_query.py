@@ -105,7 +105,7 @@ def _read_values(spark, bootstrap: str, topic: str) -> list[str]:
 
 
 def _jvm_control(spark, args) -> None:
-    """The input written to ``--control-jvm`` by format("kafka") in 2 micro-batches, the
+    """The input written to ``--control-jvm`` by format("kafka") in 1 micro-batch, the
     mapInArrow's Python worker SIGKILLed once in micro-batch 0 after the sink wrote some of
     task 0's rows; its values printed as 'JVM <json>'."""
     markers = Path(args.markers) / "jvm"
@@ -115,7 +115,6 @@ def _jvm_control(spark, args) -> None:
      .option("kafka.bootstrap.servers", args.bootstrap)
      .option("subscribe", args.input)
      .option("startingOffsets", "earliest")
-     .option("maxOffsetsPerTrigger", "2000")
      .load().select("value").mapInArrow(inject, "value binary")
      .writeStream.format("kafka")
      .option("kafka.bootstrap.servers", args.bootstrap)
@@ -133,15 +132,11 @@ PAD = b"|" + b"." * 2048
 
 def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, list[str]],
               staged: bool):
-    def written() -> int:
+    def written(admin) -> int:
         """The log end of task 0's staging partition (0), or of every partition of the
         at-least-once sink's output, summed."""
-        import rdk
-
-        # read_uncommitted: the log end, open transactions included (not the stable offset)
-        with rdk.Admin(bootstrap, {"isolation.level": "read_uncommitted"}) as admin:
-            parts = [0] if staged else range(admin.partition_count(watched))
-            return sum(admin.query_watermarks(watched, p)[1] for p in parts)
+        parts = [0] if staged else range(admin.partition_count(watched))
+        return sum(admin.query_watermarks(watched, p)[1] for p in parts)
 
     def inject(batches):
         import pyarrow as pa
@@ -154,7 +149,12 @@ def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, lis
                if not (markers / name).exists()]
         kind, fired = due[0] if due and ctx.partitionId() == 0 else (None, markers / "none")
         armed = kind is not None
-        before = written() if armed else 0
+        if armed:
+            import rdk
+
+            # read_uncommitted: the log end, open transactions included (not the stable offset)
+            admin = rdk.Admin(bootstrap, {"isolation.level": "read_uncommitted"})
+            before = written(admin)
         for n, batch in enumerate(batches, 1):
             # 2 KiB rows: the worker's 64 KiB output buffer flushes after a few of them, so
             # the sink gets rows while this task is still running
@@ -162,10 +162,11 @@ def _injector(bootstrap: str, watched: str, markers: Path, faults: dict[int, lis
             yield pa.RecordBatch.from_arrays([values], names=["value"])
             if armed and n == 3:  # batches 1-2 reached the JVM in full, so the sink has 1
                 deadline = time.monotonic() + 60
-                while written() <= before:  # the sink's first rows of this task are in the log
+                while written(admin) <= before:  # the sink's first rows of this task are in the log
                     if time.monotonic() > deadline:
                         raise RuntimeError("the sink wrote nothing of this task within 60 s")
                     time.sleep(0.05)
+                admin.close()
                 fired.touch()
                 if kind == "worker":
                     os.kill(os.getpid(), signal.SIGKILL)

@@ -10,9 +10,10 @@ from its checkpoint, a staging partition's leader SIGKILLed mid-write, the copy'
 transaction coordinator SIGKILLed mid-transaction. The output, read back with read_committed
 by format("rdkafka"), must hold every input row exactly once, while the staging topic holds
 more rows than that (the faults hit mid-write). Copying every staged attempt instead of the
-successful ones gives 550 duplicates here (checked by breaking the filter); Spark's JVM sink,
-run in the same driver under one worker kill, duplicates the killed attempt's rows (asserted),
-and ``eos_query.py --at-least-once`` shows rdk's at-least-once sink doing the same.
+successful ones gives 550 duplicates here (checked by breaking the filter); Spark's JVM
+sink, run in the same driver (one micro-batch) under one worker kill, duplicates the killed
+attempt's rows (asserted), and ``eos_query.py --at-least-once`` shows rdk's at-least-once
+sink doing the same.
 """
 
 from __future__ import annotations
