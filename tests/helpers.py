@@ -102,6 +102,29 @@ def stored(directory, topic, partition):
     return read_offset_file(directory / f"{topic}-{partition}.offset")
 
 
+# ---- Kafka's coordinators ----------------------------------------------------------------
+
+
+TXN_STATE_PARTITIONS = 50
+"""Kafka's transaction.state.log.num.partitions (default)."""
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode (ASCII text), as Kafka hashes a transactional id."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def txn_coordinator(kc, transactional_id: str) -> int:
+    """The node of KafkaCluster ``kc`` coordinating ``transactional_id``: the leader of its
+    __transaction_state partition (Kafka's Utils.abs(hashCode) % partitions)."""
+    h = java_hash(transactional_id)
+    part = 0 if h == -(1 << 31) else abs(h) % TXN_STATE_PARTITIONS
+    return kc.leader("__transaction_state", part)
+
+
 # ---- reading back what a broker kept -------------------------------------------------------
 
 

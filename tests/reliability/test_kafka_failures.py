@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import read_log, stored, wait_until
+from helpers import read_log, stored, txn_coordinator, wait_until
 
 import rdk
 from rdk import Admin, KafkaError, Producer, TransactionError, _binding
@@ -67,8 +67,6 @@ GROUP_CONFIG = {
     "group.consumer.min.session.timeout.ms": 6000, "group.consumer.session.timeout.ms": 6000,
     "group.consumer.min.heartbeat.interval.ms": 1000, "group.consumer.heartbeat.interval.ms": 1000,
 }
-#: Kafka's transaction.state.log.num.partitions (default)
-TXN_STATE_PARTITIONS = 50
 
 
 def name(prefix: str) -> str:
@@ -100,22 +98,6 @@ def timed(request):
     t0 = time.monotonic()
     yield
     print(f"\n{request.node.name}: {time.monotonic() - t0:.1f} s")
-
-
-def java_hash(text: str) -> int:
-    """Java's String.hashCode (ASCII text), as Kafka hashes a transactional id."""
-    h = 0
-    for ch in text:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def txn_coordinator(kc: KafkaCluster, transactional_id: str) -> int:
-    """The node coordinating ``transactional_id``: the leader of its __transaction_state
-    partition (Kafka's Utils.abs(hashCode) % partitions)."""
-    h = java_hash(transactional_id)
-    part = 0 if h == -(1 << 31) else abs(h) % TXN_STATE_PARTITIONS
-    return kc.leader("__transaction_state", part)
 
 
 # ---- a producer feed that kills nodes as deliveries progress ---------------------------------

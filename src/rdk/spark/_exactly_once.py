@@ -88,13 +88,22 @@ def _admin(opts: WriteOptions) -> Any:
 
 def prepare_staging(opts: WriteOptions) -> int:
     """On the driver, when the query starts: create the staging topic unless it exists (as
-    many partitions as ``topic``), and return its partition count."""
+    many partitions and replicas as ``topic``: staged rows are as safe from a broker's loss
+    as the output), and return its partition count."""
     staging = staging_topic(opts)
+    assert opts.topic is not None  # parse_write_options requires it
     with _admin(opts) as admin:
-        partitions = admin.partition_count(opts.topic)
-        admin.create_topics([(staging, partitions, None, {"retention.ms": str(STAGING_RETENTION_MS)})],
-                            exist_ok=True)
-        return admin.partition_count(staging)
+        (there,) = admin._client.metadata(staging)
+        if there.error is None and there.partitions:
+            return len(there.partitions)
+        (meta,) = admin._client.metadata(opts.topic)
+        if meta.error is not None:
+            raise meta.error
+        replicas = max(len(p.replicas) for p in meta.partitions)
+        admin.create_topics([(staging, len(meta.partitions), replicas,
+                              {"retention.ms": str(STAGING_RETENTION_MS)})], exist_ok=True)
+        # the brokers' metadata may not list a topic just created yet: it has what was asked
+        return len(meta.partitions)
 
 
 def task_identity() -> tuple[str, int, int]:
