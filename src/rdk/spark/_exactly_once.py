@@ -93,12 +93,15 @@ def prepare_staging(opts: WriteOptions) -> int:
     staging = staging_topic(opts)
     assert opts.topic is not None  # parse_write_options requires it
     with _admin(opts) as admin:
-        (there,) = admin._client.metadata(staging)
-        if there.error is None and there.partitions:
+        topics = {t.name: t for t in admin.list_topics()}
+        there = topics.get(staging)
+        if there is not None and there.error is None and there.partitions:
             return len(there.partitions)
-        (meta,) = admin._client.metadata(opts.topic)
-        if meta.error is not None:
-            raise meta.error
+        meta = topics.get(opts.topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            admin.partition_count(opts.topic)  # rdk.KafkaError naming what is wrong with it
+            raise ConfigError(f"rdkafka sink: topic {opts.topic!r} has no partitions in the "
+                              "brokers' metadata")
         replicas = max(len(p.replicas) for p in meta.partitions)
         admin.create_topics([(staging, len(meta.partitions), replicas,
                               {"retention.ms": str(STAGING_RETENTION_MS)})], exist_ok=True)
