@@ -1187,7 +1187,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.time()
     info = machine()
-    native, native_why = build_native() if NATIVE in args.contenders else (None, "not selected")
+    native, native_why = build_native()  # the consume scenarios' filler, a contender or not
     unavailable = {c: contender_available(c, native, native_why) for c in args.contenders}
     for c, why in unavailable.items():
         if why:
