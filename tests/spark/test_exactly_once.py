@@ -130,16 +130,18 @@ def three_brokers():
         yield kc
 
 
-#: 9 faults over the 5 micro-batches (those of one micro-batch fire in turn, one per attempt of
-#: task 0): 6 Python worker SIGKILLs, a driver SIGKILL, 2 broker SIGKILLs
-PLAN = "worker:0,worker:0,driver:1,worker:2,broker:2,worker:3,worker:3,worker:4,txn:4"
+#: 11 faults over the 5 micro-batches (those of one micro-batch fire in turn, one per attempt of
+#: task 0): 6 Python worker SIGKILLs, 3 driver SIGKILLs in a row, 2 broker SIGKILLs
+PLAN = ("worker:0,worker:0,driver:1,driver:1,driver:2,worker:2,broker:2,worker:3,worker:3,"
+        "worker:4,txn:4")
 
 
 @pytest.mark.timeout(1500)  # a Spark driver per driver fault, and one more, one after the other
 def test_exactly_once_across_worker_driver_and_broker_kills(three_brokers, tmp_path):
     """The default plan: the mapInArrow's Python worker SIGKILLed twice in micro-batch 0 (two
-    attempts of task 0), the driver SIGKILLed mid-micro-batch 1 and the query restarted from
-    its checkpoint, in micro-batch 2 a worker SIGKILL then the leader of the staging
+    attempts of task 0), the driver SIGKILLed mid-micro-batch three times in a row (twice in
+    micro-batch 1, then in 2), each time the query restarted from its checkpoint, in
+    micro-batch 2 a worker SIGKILL then the leader of the staging
     partition task 0 writes SIGKILLed while that task's next attempt is mid-write (restarted
     while the query goes on), two worker SIGKILLs in micro-batch 3, one in 4, and in 4 the
     copy's transaction coordinator SIGKILLed while the copy's transaction is open with its
