@@ -360,13 +360,12 @@ def consume_aggregates(bootstrap: str, topic: str, expected: int, offsets_dir: s
     stopped with an error, or when no record came for STALL_SECONDS.
     """
     from rdk import Admin, Consumer
-    from rdk.offsets import write_offset_files
+    from rdk.offsets import FileOffsetStore
 
     # start at offset 0 of this fresh topic (last processed -1), not at the broker's
     # ListOffsets(earliest): Tansu answers the batch it stored first, and two Spark tasks
     # write each partition at once, so "earliest" may skip a partition's first batch
-    Path(offsets_dir).mkdir(parents=True, exist_ok=True)
-    write_offset_files(offsets_dir, topic, {p: -1 for p in range(partitions)})
+    FileOffsetStore(offsets_dir, topic).commit({p: -1 for p in range(partitions)})
     with Admin(bootstrap) as admin:
         reading = AggregateReading(admin, topic, partitions, workers)
         reading.consumers = [
