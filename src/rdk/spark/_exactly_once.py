@@ -98,15 +98,14 @@ def prepare_staging(opts: WriteOptions) -> int:
         if there is not None and there.error is None and there.partitions:
             return len(there.partitions)
         meta = topics.get(opts.topic)
-        if meta is None or meta.error is not None or not meta.partitions:
-            admin.partition_count(opts.topic)  # rdk.KafkaError naming what is wrong with it
-            raise ConfigError(f"rdkafka sink: topic {opts.topic!r} has no partitions in the "
-                              "brokers' metadata")
-        replicas = max(len(p.replicas) for p in meta.partitions)
-        admin.create_topics([(staging, len(meta.partitions), replicas,
+        if meta is not None and meta.error is None and meta.partitions:
+            partitions, replicas = len(meta.partitions), max(len(p.replicas) for p in meta.partitions)
+        else:  # not listed ("__" names, or not yet): ask for it alone, which names its error
+            partitions, replicas = admin.partition_count(opts.topic), None  # broker default
+        admin.create_topics([(staging, partitions, replicas,
                               {"retention.ms": str(STAGING_RETENTION_MS)})], exist_ok=True)
         # the brokers' metadata may not list a topic just created yet: it has what was asked
-        return len(meta.partitions)
+        return partitions
 
 
 def task_identity() -> tuple[str, int, int]:
