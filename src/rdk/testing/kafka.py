@@ -236,8 +236,9 @@ class KafkaCluster(EmbeddedBroker):
             admin.create_topics([(name, partitions, replication_factor, dict(config or {}))], exist_ok=True)
         deadline = time.monotonic() + 30.0
         while True:
-            try:
-                if all(self.leader(name, p) >= 0 for p in range(partitions)):
+            try:  # one metadata request per look, whatever the partition count
+                leaders = self._leaders(name)
+                if len(leaders) >= partitions and min(leaders.values()) >= 0:
                     return
             except KafkaError:
                 if time.monotonic() > deadline:
@@ -263,15 +264,20 @@ class KafkaCluster(EmbeddedBroker):
         check_topic_name(topic)
         check_int(partition, "partition", minimum=0, maximum=2**31 - 1)
         self._check_open()
+        leaders = self._leaders(topic)
+        if partition not in leaders:
+            raise ValueError(f"topic {topic!r} has no partition {partition}")
+        return leaders[partition]
+
+    def _leaders(self, topic: str) -> dict[int, int]:
+        """{partition: leader node id, -1 while it has none} of ``topic``, from one metadata
+        request."""
         client = _binding.Client("producer", {"bootstrap.servers": self.bootstrap_servers, "log_level": 0,
                                               "allow.auto.create.topics": False}, on_error=lambda e: None)
         try:
             for t in client.metadata(topic, timeout=10.0):
                 if t.name == topic and t.error is None:
-                    for p in t.partitions:
-                        if p.id == partition:
-                            return p.leader
-                    raise ValueError(f"topic {topic!r} has no partition {partition}")
+                    return {p.id: p.leader for p in t.partitions}
                 if t.name == topic and t.error is not None:
                     raise KafkaError(t.error.code, context=f"topic {topic!r}")
             raise KafkaError(_binding.ERROR_CODES["UNKNOWN_TOPIC_OR_PART"], context=f"topic {topic!r}")
