@@ -12,13 +12,15 @@ KRaft, one JVM) and measures, in the same run and on that broker:
   librdkafka rdk links; librdkafka's ``rdkafka_performance`` is not in the source
   scripts/build-librdkafka.sh builds from, so native.c stands for it). CPU: each peer's own
   process (``getrusage``/``CLOCK_PROCESS_CPUTIME_ID``) over the timed window; the Java tools'
-  JVM over its whole run (``RUSAGE_CHILDREN``: start-up and JIT included, an upper bound).
-  rdk and confluent-kafka run bench/contenders/*_client.py
-  (rdk: ``Producer.send`` of 10 000-message chunks; ``Consumer`` with offset files and a
-  ``receive_callback``; confluent-kafka: ``produce`` per message, ``consume(n)``); the Java
-  client runs Kafka's own ``org.apache.kafka.tools.ProducerPerformance`` (its final line:
-  the steady state after ``--warmup-records`` = 10 %; the whole run's figure is in the JSON)
-  and ``ConsumerPerformance`` (``fetch.nMsg.sec``: the group's first rebalance left out;
+  JVM over its whole run (``os.wait4``: start-up and JIT included, an upper bound). Peak
+  RSS: each peer's process over its whole run (its ``VmHWM``, sampled every 20 ms).
+  rdk and confluent-kafka run bench/contenders/*_client.py (rdk: ``Producer.send`` of chunks
+  of min(10 000, count / partitions) messages, each to one partition in turn; ``Consumer``
+  with offset files and a ``receive_callback``; confluent-kafka: ``produce`` per message,
+  ``consume(n)``); the Java client runs Kafka's own
+  ``org.apache.kafka.tools.ProducerPerformance`` (its final line: the steady state after
+  ``--warmup-records`` = 10 %; the whole run's figure is in the JSON) and
+  ``ConsumerPerformance`` (``fetch.nMsg.sec``: the group's first rebalance left out;
   ``nMsg.sec`` in the JSON). Each produce writes a fresh topic (checked against the broker's
   high watermarks); every consumer reads the topic rdk produced.
 - end-to-end latency p50/p99/p99.9 of a paced producer and a consumer in the same process
@@ -33,8 +35,8 @@ First each peer produces and consumes 200 000 x 100 B once, not kept (the fresh 
 JIT warm-up would otherwise fall on whoever runs first). Every point runs ``--repeat`` times
 (default 3, peers interleaved, their order rotated per repeat); the JSON
 (bench/java_peer.json, ``--out``) keeps every run and min/median per point; ``--table``
-prints the markdown tables of an existing JSON. ``--quick``: tiny counts, 100 B,
-4 partitions, one latency point, one repetition (a smoke test, not a measurement).
+prints the markdown tables of an existing JSON. ``--quick``: every cell and every peer
+with tiny counts, one latency point, one repetition (a smoke test, not a measurement).
 """
 
 from __future__ import annotations
@@ -104,8 +106,9 @@ LATENCY_PARTITIONS = 4
 
 
 def plan(quick: bool, duration: float | None) -> dict[str, Any]:
-    if quick:
-        return {"sizes": [100], "partitions": [4], "counts": {100: 20000},
+    if quick:  # every cell and every peer, tiny counts: a smoke test, not a measure
+        return {"sizes": [100, 1024, 10240], "partitions": [4, 64, 1024],
+                "counts": {100: 5000, 1024: 2000, 10240: 1000},
                 "rates": [1000], "lingers": [5], "duration": duration or 2.0,
                 "e2e_records": 300, "repeat": 1}
     return {"sizes": [100, 1024, 10240], "partitions": [4, 64, 1024],
@@ -178,38 +181,90 @@ def _thread_cpu() -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+class Finished:
+    """A child process's exit code, output and its own resource use."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str, usage: Any,
+                 peak_rss_bytes: int) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+        self.cpu_seconds = usage.ru_utime + usage.ru_stime  # os.wait4: this child's alone
+        self.peak_rss_bytes = peak_rss_bytes
+
+
+def vm_hwm(pid: int) -> int:
+    """``VmHWM`` of /proc/PID/status in bytes (0 once the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_measured(argv: list[str], timeout: float) -> Finished | None:
+    """Run ``argv`` from the repository root; None if it outlived ``timeout`` (it is killed).
+
+    CPU: ``os.wait4``'s rusage, this child's alone (RUSAGE_CHILDREN sums them all). Peak RSS:
+    the child's ``VmHWM``, read every 20 ms while it runs (a high-water mark, so only growth
+    in its last 20 ms can be missed). Not ``ru_maxrss``: Linux carries the RSS peak of the
+    memory the child held before ``exec`` (the parent's, under vfork) into it."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT)
+        expired, ended = threading.Event(), threading.Event()
+        peak = [0]
+
+        def watch() -> None:
+            while not ended.wait(0.02):
+                peak[0] = max(peak[0], vm_hwm(proc.pid))
+
+        def kill() -> None:
+            expired.set()
+            proc.kill()
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+            ended.set()
+            watcher.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        if expired.is_set():
+            return None
+        out.seek(0)
+        err.seek(0)
+        return Finished(proc.returncode, out.read().decode(errors="replace"),
+                        err.read().decode(errors="replace"), usage, peak[0])
+
+
 def run_python(peer: str, job: dict[str, Any], timeout: float) -> tuple[dict | None, str]:
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", peer, json.dumps(job)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                              check=False)
-    except subprocess.TimeoutExpired:
+    done = run_measured(argv, timeout)
+    if done is None:
         return None, f"timed out after {timeout:.0f} s"
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):]), ""
+            return {**json.loads(line[len("RESULT "):]), "peak_rss_bytes": done.peak_rss_bytes}, ""
     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
     return None, f"exit code {done.returncode}: {' | '.join(tail)}"
 
 
-def children_cpu() -> float:
-    """CPU seconds of this process's waited-for children so far (user + system)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-_LAST_CHILD_CPU = [0.0]  # the CPU seconds of the last JVM run_java waited for
+_LAST_CHILD: list[float] = [0.0, 0]  # CPU seconds and peak RSS bytes of the last JVM run_java ran
 
 
 def run_java(libs: Path, tool: str, args: list[str], timeout: float) -> tuple[str, str]:
     argv = ["java", *JVM_OPTIONS, "-cp", f"{libs}/*", f"org.apache.kafka.tools.{tool}", *args]
-    before = children_cpu()
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                              check=False)
-    except subprocess.TimeoutExpired:
+    done = run_measured(argv, timeout)
+    if done is None:
         return "", f"timed out after {timeout:.0f} s"
-    _LAST_CHILD_CPU[0] = children_cpu() - before
+    _LAST_CHILD[:] = [done.cpu_seconds, done.peak_rss_bytes]
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return done.stdout, f"exit code {done.returncode}: {' | '.join(tail)}"
@@ -229,16 +284,14 @@ def run_native(job: dict[str, Any], timeout: float) -> tuple[dict | None, str]:
     if binary is None:
         return None, f"native C unavailable: {why}"
     argv = bench_run.native_argv(binary, asdict(common.Job(**job)))  # the Job's defaults filled in
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=timeout, cwd=ROOT, check=False)
-    except subprocess.TimeoutExpired:
+    done = run_measured(argv, timeout)
+    if done is None:
         return None, f"timed out after {timeout:.0f} s"
     result = bench_run.parse_result(done.stdout)
     if result is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return None, f"exit code {done.returncode}: {' | '.join(tail)}"
-    return result, ""
+    return {**result, "peak_rss_bytes": done.peak_rss_bytes}, ""
 
 
 def props_args(props: dict[str, Any]) -> list[str]:
@@ -265,7 +318,7 @@ def java_produce(libs: Path, bootstrap: str, topic: str, count: int, size: int,
     # out, as the consumers' clocks leave their first 10 % out); the whole run's line is kept
     sent, rate = int(whole[-1].group(1)), float(steady[-1].group(2))
     return {"count": sent, "seconds": int(steady[-1].group(1)) / rate if rate else 0.0,
-            "process_cpu_seconds": _LAST_CHILD_CPU[0],
+            "process_cpu_seconds": _LAST_CHILD[0], "peak_rss_bytes": _LAST_CHILD[1],
             "msgs_per_s": rate, "whole_run_msgs_per_s": float(whole[-1].group(2)),
             "line": steady[-1].group(0), "whole_run_line": whole[-1].group(0)}, ""
 
@@ -287,7 +340,7 @@ def java_consume(libs: Path, bootstrap: str, topic: str, count: int,
     # fetch.nMsg.sec: messages over the time after the group's first rebalance (start-up
     # out, as the Python peers' clocks leave it out); nMsg.sec counts the rebalance too
     return {"count": consumed, "seconds": fetch_ms / 1000, "msgs_per_s": float(values["fetch.nMsg.sec"]),
-            "process_cpu_seconds": _LAST_CHILD_CPU[0],
+            "process_cpu_seconds": _LAST_CHILD[0], "peak_rss_bytes": _LAST_CHILD[1],
             "msgs_per_s_with_rebalance": float(values["nMsg.sec"]),
             "rebalance_ms": float(values["rebalance.time.ms"]), "csv": lines[header + 1]}, ""
 
@@ -313,14 +366,33 @@ def java_e2e(libs: Path, bootstrap: str, topic: str, records: int, size: int,
 def python_job(kind: str, bootstrap: str, topic: str, partitions: int, count: int, size: int,
                timeout: float, **extra: Any) -> dict[str, Any]:
     return {"scenario": kind, "bootstrap": bootstrap, "topic": topic, "partitions": partitions,
-            "count": count, "size": size, "chunk": SEND_CHUNK,
+            "count": count, "size": size,
+            # every partition gets data: at 1 024 partitions 10 000-message chunks would
+            # reach only the first count / 10 000 of them
+            "chunk": max(1, min(SEND_CHUNK, count // partitions)),
             "batch": max(1, min(CONSUME_BATCH, count // 20)), "wait_ms": 1000,
             "timeout": timeout, "idle": 20.0, "producer": dict(LIBRDKAFKA_PRODUCER),
             "consumer": dict(LIBRDKAFKA_CONSUMER), "options": {}, **extra}
 
 
 def high_watermarks(admin: Any, topic: str, partitions: int) -> int:
-    return sum(admin.watermarks(topic, p, timeout=30)[1] for p in range(partitions))
+    """The topic's message count. A partition the broker has just created may answer
+    NOT_LEADER_FOR_PARTITION for a moment after its metadata names the leader (seen at 1 024
+    partitions): retriable answers are asked again for up to 30 s."""
+    from rdk.errors import KafkaError
+
+    total = 0
+    for p in range(partitions):
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                total += admin.watermarks(topic, p, timeout=30)[1]
+                break
+            except KafkaError as e:
+                if not e.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # a retry interval
+    return total
 
 
 class Bench:
@@ -409,6 +481,8 @@ class Bench:
                 # the Java tools: the JVM's whole run (start-up and JIT included) per message
                 run["cpu_us_per_msg"] = r["process_cpu_seconds"] / r["count"] * 1e6
                 run["cpu_whole_process"] = True
+            if r.get("peak_rss_bytes"):
+                run["peak_rss_mib"] = r["peak_rss_bytes"] / 2**20  # the peer's process, whole run
         return run
 
     def throughput(self, order: list[str], repeat: int) -> None:
@@ -518,7 +592,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             key = f"{r['kind']} {r['size']}B {r['partitions']}p"
             cell = thr.setdefault(key, {"kind": r["kind"], "size": r["size"],
                                         "partitions": r["partitions"], "peers": {}})
-            peer = cell["peers"].setdefault(r["peer"], {"msgs": [], "mb": [], "cpu": [], "failed": []})
+            peer = cell["peers"].setdefault(r["peer"], {"msgs": [], "mb": [], "cpu": [], "rss": [],
+                                                        "failed": []})
             if r["problem"]:
                 peer["failed"].append(r["problem"])
             else:
@@ -526,6 +601,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 peer["mb"].append(r["mb_per_s"])
                 if "cpu_us_per_msg" in r:
                     peer["cpu"].append(r["cpu_us_per_msg"])
+                if "peak_rss_mib" in r:
+                    peer["rss"].append(r["peak_rss_mib"])
         else:
             key = "java_e2e" if r["kind"] == "java_e2e" else f"{r['rate']}/s linger {r['linger']}"
             cell = lat.setdefault(key, {"rate": r.get("rate"), "linger": r.get("linger"), "peers": {}})
@@ -539,6 +616,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for peer in cell["peers"].values():
             peer["msgs_per_s"], peer["mb_per_s"] = min_med(peer.pop("msgs")), min_med(peer.pop("mb"))
             peer["cpu_us_per_msg"] = min_med(peer.pop("cpu"))
+            peer["peak_rss_mib"] = min_med(peer.pop("rss"))
     for cell in lat.values():
         for peer in cell["peers"].values():
             for q in ("p50", "p99", "p999"):
@@ -554,7 +632,7 @@ def goals(thr: dict, lat: dict) -> list[dict[str, Any]]:
     out = []
     for key, cell in thr.items():
         rdk = _median(cell, "rdk", "msgs_per_s")
-        for other, target in ((JAVA, 1.0), ("confluent-kafka", 2.0)):
+        for other, target in ((JAVA, 1.0), ("confluent-kafka", 1.0)):  # issue 35
             o = _median(cell, other, "msgs_per_s")
             ratio = rdk / o if rdk and o else None
             out.append({"goal": f"{key}: rdk >= {target:g} x {other}", "ratio": ratio,
@@ -565,6 +643,11 @@ def goals(thr: dict, lat: dict) -> list[dict[str, Any]]:
         ratio = mine / theirs if mine and theirs else None
         out.append({"goal": f"{key}: rdk CPU/msg <= 0.5 x confluent-kafka's", "ratio": ratio,
                     "holds": None if ratio is None else ratio <= 0.5})
+        mine, theirs = (_median(cell, "rdk", "peak_rss_mib"),
+                        _median(cell, "confluent-kafka", "peak_rss_mib"))
+        ratio = mine / theirs if mine and theirs else None
+        out.append({"goal": f"{key}: rdk peak RSS <= 1.2 x confluent-kafka's", "ratio": ratio,
+                    "holds": None if ratio is None else ratio <= 1.2})
         if cell["size"] == 100 and cell["partitions"] == 4:
             o = _median(cell, NATIVE, "msgs_per_s")
             ratio = rdk / o if rdk and o else None
@@ -592,29 +675,72 @@ def _cell(stats: dict, digits: int = 0) -> str:
     return f"{_num(stats['median'], digits)} ({_num(stats['min'], digits)})"
 
 
+def headline(cells: dict[str, Any]) -> list[str]:
+    """README's table: per path and size, at each partition count, rdk's msgs/s over
+    confluent-kafka's and (in brackets) its CPU per message over confluent-kafka's."""
+    sizes = sorted({c["size"] for c in cells.values()})
+    parts = sorted({c["partitions"] for c in cells.values()})
+    out = ["**rdk / confluent-kafka**: msgs/s ratio (CPU per message ratio), medians", "",
+           "| path | " + " | ".join(f"{p:,} partitions".replace(",", " ") for p in parts) + " |",
+           "|---|" + "---:|" * len(parts)]
+    for kind in ("produce", "consume"):
+        for size in sizes:
+            label = f"{size} B" if size < 1024 else f"{size // 1024} KiB"
+            row = [f"{kind} {label}"]
+            for p in parts:
+                cell = cells.get(f"{kind} {size}B {p}p")
+                rates = [_median(cell, q, "msgs_per_s") for q in ("rdk", "confluent-kafka")] \
+                    if cell else [None, None]
+                cpus = [_median(cell, q, "cpu_us_per_msg") for q in ("rdk", "confluent-kafka")] \
+                    if cell else [None, None]
+                text = f"{rates[0] / rates[1]:.2f} x" if rates[0] and rates[1] else "-"
+                if cpus[0] and cpus[1]:
+                    text += f" ({cpus[0] / cpus[1]:.2f})"
+                row.append(text)
+            out.append("| " + " | ".join(row) + " |")
+    return out
+
+
 def tables(data: dict[str, Any]) -> str:
     s = data["summary"]
     labels = {"rdk": "rdk", RDK_ARROW: "rdk Arrow", "confluent-kafka": "confluent-kafka",
               JAVA: "Java client", NATIVE: "native C"}
-    out = ["**Throughput** (msgs/s, median (min) of the repeats; MB/s = value bytes / 1e6, median;"
-           " CPU = the client process's CPU µs per message, median: the Python peers' and native"
-           " C's over the timed window, the Java tools' over the JVM's whole run)", "",
-           "| path | size | partitions | " + " | ".join(labels[p] for p in PEERS)
-           + " | rdk / Java | rdk / confluent | rdk / native C | "
-           + " | ".join(f"{labels[p]} MB/s" for p in PEERS) + " | "
-           + " | ".join(f"CPU us/msg {labels[p]}" for p in PEERS) + " |",
-           "|---|---:|---:|" + "---:|" * (3 * len(PEERS) + 3)]
-    for cell in sorted(s["throughput"].values(), key=lambda c: (c["kind"] != "produce", c["size"],
-                                                                  c["partitions"])):
+    cells = sorted(s["throughput"].values(), key=lambda c: (c["kind"] != "produce", c["size"],
+                                                             c["partitions"]))
+    out = headline(s["throughput"])
+    head = "| path | size | partitions | " + " | ".join(labels[p] for p in PEERS)
+    rule = "|---|---:|---:|" + "---:|" * len(PEERS)
+    out += ["", "**Throughput** (msgs/s, median (min) of the repeats)", "",
+            head + " | rdk / confluent | rdk / Java | rdk / native C |", rule + "---:|" * 3]
+    for cell in cells:
         peers = cell["peers"]
         row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
         row += [_cell(peers[p].get("msgs_per_s", {})) if p in peers else "—" for p in PEERS]
         rdk = _median(cell, "rdk", "msgs_per_s")
-        for other in (JAVA, "confluent-kafka", NATIVE):
+        for other in ("confluent-kafka", JAVA, NATIVE):
             o = _median(cell, other, "msgs_per_s")
             row.append(f"{rdk / o:.2f} x" if rdk and o else "-")
-        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in PEERS]
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "**Client CPU per message** (µs, median; the Python peers' and native C's process"
+            " over the timed window, the Java tools' JVM over its whole run, start-up included)"
+            " and **MB/s** (value bytes / 1e6, median)", "",
+            head + " | rdk / confluent CPU | rdk / native C CPU | confluent / native C CPU | "
+            + " | ".join(f"{labels[p]} MB/s" for p in PEERS) + " |", rule + "---:|" * (3 + len(PEERS))]
+    for cell in cells:
+        peers = cell["peers"]
+        row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
         row += [_num(peers.get(p, {}).get("cpu_us_per_msg", {}).get("median"), 2) for p in PEERS]
+        cpu = {p: _median(cell, p, "cpu_us_per_msg") for p in ("rdk", "confluent-kafka", NATIVE)}
+        for a, b in (("rdk", "confluent-kafka"), ("rdk", NATIVE), ("confluent-kafka", NATIVE)):
+            row.append(f"{cpu[a] / cpu[b]:.2f}" if cpu[a] and cpu[b] else "-")
+        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in PEERS]
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "**Peak RSS** (MiB, median; each peer's process over its whole run)", "",
+            head + " |", rule]
+    for cell in cells:
+        peers = cell["peers"]
+        row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
+        row += [_num(peers.get(p, {}).get("peak_rss_mib", {}).get("median"), 0) for p in PEERS]
         out.append("| " + " | ".join(row) + " |")
     out += ["", "**End-to-end latency** (ms, 100 B, 4 partitions, median (min) of the repeats)", "",
             "| rate | linger | peer | p50 | p99 | p99.9 |", "|---:|---|---|---:|---:|---:|"]
@@ -633,6 +759,17 @@ def tables(data: dict[str, Any]) -> str:
         row = ["one at a time", "0 ms", "Java EndToEndLatency"]
         row += [_cell(st.get(f"{q}_ms", {}), 2) for q in ("p50", "p99", "p999")]
         out.append("| " + " | ".join(row) + " |")
+    out += ["", "**Goals** (issue 35; every cell's ratio is in the JSON's ``summary.goals``)", "",
+            "| goal | holds in | missed in |", "|---|---|---|"]
+    grouped: dict[str, tuple[list[str], list[str]]] = {}
+    for g in s["goals"]:
+        cell, _, what = g["goal"].partition(": ")
+        held, missed = grouped.setdefault(what, ([], []))
+        if g["holds"] is not None:
+            (held if g["holds"] else missed).append(f"{cell} {g['ratio']:.2f}")
+    for what, (held, missed) in grouped.items():
+        out.append(f"| {what} | {len(held)} of {len(held) + len(missed)} | "
+                   f"{'; '.join(missed) or 'none'} |")
     out += ["", "| goal | ratio | holds |", "|---|---:|---|"]
     for g in s["goals"]:
         holds = {True: "holds", False: "MISSED", None: "unknown"}[g["holds"]]
@@ -658,7 +795,7 @@ def settings() -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python bench/java_peer.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="tiny counts, one point each (smoke test)")
+    p.add_argument("--quick", action="store_true", help="every cell, tiny counts, one run each (smoke test)")
     p.add_argument("--repeat", type=int, default=None, help="runs per point (default 3; quick 1)")
     p.add_argument("--duration", type=float, default=None,
                    help="seconds of sending per latency point (default 10; quick 2)")

@@ -9,7 +9,8 @@ JSON a benchmark wrote (its command, date and machine are in it, or, where the b
 record them, in ``<name>.meta.json`` beside it):
 
 - ``scale_partitions.json``: ``bench/run.py --family scale`` (partition sweep) -> throughput_partitions.svg
-- ``java_peer.json``: ``bench/java_peer.py`` -> java_peer_throughput.svg, latency_percentiles.svg
+- ``java_peer.json``: ``bench/java_peer.py`` -> java_peer_throughput.svg, java_peer_cpu.svg,
+  latency_percentiles.svg
 - ``spark_bench.json``: ``bench/spark_bench.py --json`` -> spark_rows.svg
 - ``start_cost.json``: ``bench/start_cost.py`` -> start_cost.svg
 - ``share_bench.json``: ``bench/share_bench.py`` -> share_throughput.svg
@@ -174,44 +175,65 @@ def throughput_partitions(data: Data, out: Path) -> Path:
 
 # ---- Apache Kafka: rdk, confluent-kafka, Java client: bench/java_peer.py ------------------------
 
-JAVA_PEERS = [("rdk", "rdk"), ("confluent-kafka", "confluent-kafka"), ("java", "Java client")]
+JAVA_PEERS = [("rdk", "rdk"), ("rdk Arrow", "rdk Arrow"), ("confluent-kafka", "confluent-kafka"),
+              ("java", "Java client"), ("native C", "native C")]
+COLOURS["rdk Arrow"] = "tab:cyan"
 
 
-def java_peer_throughput(data: Data, out: Path) -> Path:
-    plan = data.get("meta", "plan")
+def _java_peer_bars(data: Data, out: Path, figure: str, ylabel: str, name: str,
+                    title: str) -> Path:
+    """One panel per (size, produce|consume), bars per peer at each partition count; a peer the
+    cell lacks (rdk Arrow does not produce) leaves its slot empty."""
     sizes = data.get("meta", "plan", "sizes")
     partitions = data.get("meta", "plan", "partitions")
-    del plan
+    cells = data.get("summary", "throughput")
     plt = _pyplot()
-    fig, axes = plt.subplots(len(sizes), 2, figsize=(9, 3.3 * len(sizes)), squeeze=False)
+    fig, axes = plt.subplots(len(sizes), 2, figsize=(10, 3.3 * len(sizes)), squeeze=False)
     width = 0.8 / len(JAVA_PEERS)
     for row, size in zip(axes, sizes, strict=True):
         for ax, kind in zip(row, ("produce", "consume"), strict=True):
             for i, (peer, label) in enumerate(JAVA_PEERS):
-                med, low = [], []
-                for p in partitions:
+                xs, med, low = [], [], []
+                for x, p in enumerate(partitions):
                     key = f"{kind} {size}B {p}p"
-                    med.append(data.get("summary", "throughput", key, "peers", peer, "msgs_per_s",
+                    if key not in cells:
+                        raise DataError(f"{data.path}: key 'summary' > 'throughput' > {key!r} is missing")
+                    stats = cells[key]["peers"].get(peer, {}).get(figure)
+                    if not stats:
+                        continue
+                    xs.append(x + (i - (len(JAVA_PEERS) - 1) / 2) * width)
+                    med.append(data.get("summary", "throughput", key, "peers", peer, figure,
                                         "median", number=True))
-                    low.append(data.get("summary", "throughput", key, "peers", peer, "msgs_per_s",
+                    low.append(data.get("summary", "throughput", key, "peers", peer, figure,
                                         "min", number=True))
-                xs = [x + (i - 1) * width for x in range(len(partitions))]
+                if not xs:
+                    continue
                 ax.bar(xs, med, width, color=COLOURS[label], label=label)
                 ax.errorbar(xs, med, yerr=[[m - lo for m, lo in zip(med, low, strict=True)],
                                            [0] * len(med)],
                             fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
-            ax.set_xticks(range(len(partitions)), [f"{p} partitions" for p in partitions])
-            _millions(ax)
-            ax.set_ylabel("messages / s (median; whisker: min)")
-            ax.set_title(f"{kind} {size} B messages")
-            ax.grid(True, axis="y", alpha=0.3)
-            ax.legend()
-    fig.suptitle(f"rdk, confluent-kafka and Kafka's Java client in one run on "
-                 f"{data.get('meta', 'broker')}", fontsize=9)
+            ax.set_xticks(range(len(partitions)), [f"{p:,} partitions" for p in partitions])
+            ax.set_yscale("log")
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.set_title(f"{kind} {size:,} B messages")
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{title} on {data.get('meta', 'broker')}, each peer in its own process, "
+                 "in one run", fontsize=9)
     fig.tight_layout()
-    path = out / "java_peer_throughput.svg"
+    path = out / name
     _save(fig, path)
     return path
+
+
+def java_peer_throughput(data: Data, out: Path) -> Path:
+    return _java_peer_bars(data, out, "msgs_per_s", "messages / s (median; whisker: min; log)",
+                           "java_peer_throughput.svg", "Throughput")
+
+
+def java_peer_cpu(data: Data, out: Path) -> Path:
+    return _java_peer_bars(data, out, "cpu_us_per_msg", "client CPU µs / message (median; log)",
+                           "java_peer_cpu.svg", "Client CPU per message")
 
 
 PERCENTILES = [("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")]
@@ -462,7 +484,7 @@ PLOTS: dict[str, tuple[str, list[Callable[[Data, Path], Path]]]] = {
                               "--out docs/data/scale_partitions.json (see docs/performance.md)",
                               [throughput_partitions]),
     "java_peer.json": ("python bench/java_peer.py --duration 5 --out docs/data/java_peer.json",
-                       [java_peer_throughput, latency_percentiles]),
+                       [java_peer_throughput, java_peer_cpu, latency_percentiles]),
     "spark_bench.json": (".venv/bin/python bench/spark_bench.py --messages 500000 --repeat 3 "
                          "--json docs/data/spark_bench.json", [spark_rows]),
     "spark_jvm.json": (".venv/bin/python bench/spark_bench.py --broker kafka --messages 1000000 "
@@ -475,8 +497,9 @@ PLOTS: dict[str, tuple[str, list[Callable[[Data, Path], Path]]]] = {
     "share_bench.json": ("python bench/share_bench.py --repeat 3 --out docs/data/share_bench.json",
                          [share_throughput]),
 }
-EXPECTED = ["throughput_partitions.svg", "java_peer_throughput.svg", "latency_percentiles.svg",
-            "spark_rows.svg", "spark_jvm.svg", "start_cost.svg", "share_throughput.svg"]
+EXPECTED = ["throughput_partitions.svg", "java_peer_throughput.svg", "java_peer_cpu.svg",
+            "latency_percentiles.svg", "spark_rows.svg", "spark_jvm.svg", "start_cost.svg",
+            "share_throughput.svg"]
 
 
 def draw(data_dir: Path, out: Path) -> list[Path]:

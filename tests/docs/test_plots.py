@@ -26,6 +26,7 @@ EXPECTED = {
                                   "partitions"],
     "java_peer_throughput.svg": ["rdk", "confluent-kafka", "Java client", "4 partitions",
                                  "64 partitions"],
+    "java_peer_cpu.svg": ["rdk", "confluent-kafka", "client CPU µs / message"],
     "latency_percentiles.svg": ["rdk, 1,000 msg/s", "confluent-kafka, 50,000 msg/s",
                                 "Java EndToEndLatency", "p99.9"],
     "spark_rows.svg": ["Spark's ceiling", "rdk rdkafka source", "count + groupBy", "rows / s"],
