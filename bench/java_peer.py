@@ -13,7 +13,7 @@ KRaft, one JVM) and measures, in the same run and on that broker:
   scripts/build-librdkafka.sh builds from, so native.c stands for it). CPU: each peer's own
   process (``getrusage``/``CLOCK_PROCESS_CPUTIME_ID``) over the timed window; the Java tools'
   JVM over its whole run (``os.wait4``: start-up and JIT included, an upper bound). Peak
-  RSS: each peer's process over its whole run (its ``VmHWM``, sampled every 20 ms).
+  RSS: each peer's process over its whole run (its ``VmHWM``, sampled every 5 ms).
   rdk and confluent-kafka run bench/contenders/*_client.py (rdk: ``Producer.send`` of chunks
   of min(10 000, count / partitions) messages, each to one partition in turn; ``Consumer``
   with offset files and a ``receive_callback``; confluent-kafka: ``produce`` per message,
@@ -35,8 +35,9 @@ First each peer produces and consumes 200 000 x 100 B once, not kept (the fresh 
 JIT warm-up would otherwise fall on whoever runs first). Every point runs ``--repeat`` times
 (default 3, peers interleaved, their order rotated per repeat); the JSON
 (bench/java_peer.json, ``--out``) keeps every run and min/median per point; ``--table``
-prints the markdown tables of an existing JSON. ``--quick``: every cell and every peer
-with tiny counts, one latency point, one repetition (a smoke test, not a measurement).
+prints the markdown tables of an existing JSON. ``--quick``: every peer at every size and
+partition count (3 of the 9 cells) with tiny counts, one latency point, one repetition (a smoke
+test, not a measurement).
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ LATENCY_PARTITIONS = 4
 
 
 def plan(quick: bool, duration: float | None) -> dict[str, Any]:
-    if quick:  # every cell and every peer, tiny counts: a smoke test, not a measure
+    if quick:  # every peer at every size and partition count, tiny counts: a smoke test
         return {"sizes": [100, 1024, 10240], "partitions": [4, 64, 1024],
+                "cells": [[100, 4], [1024, 64], [10240, 1024]],  # the suite's time: 3 of 9
                 "counts": {100: 5000, 1024: 2000, 10240: 1000},
                 "rates": [1000], "lingers": [5], "duration": duration or 2.0,
                 "e2e_records": 300, "repeat": 1}
@@ -207,9 +209,10 @@ def run_measured(argv: list[str], timeout: float) -> Finished | None:
     """Run ``argv`` from the repository root; None if it outlived ``timeout`` (it is killed).
 
     CPU: ``os.wait4``'s rusage, this child's alone (RUSAGE_CHILDREN sums them all). Peak RSS:
-    the child's ``VmHWM``, read every 20 ms while it runs (a high-water mark, so only growth
-    in its last 20 ms can be missed). Not ``ru_maxrss``: Linux carries the RSS peak of the
-    memory the child held before ``exec`` (the parent's, under vfork) into it."""
+    the child's ``VmHWM``, read as soon as Popen returns (the child has exec'd by then) and
+    every 5 ms while it runs (a high-water mark, so only growth in its last 5 ms can be
+    missed). Not ``ru_maxrss``: Linux carries the RSS peak of the memory the child held before
+    ``exec`` (the parent's, under vfork) into it."""
     import tempfile
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -218,8 +221,10 @@ def run_measured(argv: list[str], timeout: float) -> Finished | None:
         peak = [0]
 
         def watch() -> None:
-            while not ended.wait(0.02):
+            while True:  # a child of a few milliseconds still gets a reading
                 peak[0] = max(peak[0], vm_hwm(proc.pid))
+                if ended.wait(0.005):
+                    return
 
         def kill() -> None:
             expired.set()
@@ -487,20 +492,20 @@ class Bench:
 
     def throughput(self, order: list[str], repeat: int) -> None:
         p = self.args.plan
-        for size in p["sizes"]:
+        cells = p.get("cells") or [[s, n] for s in p["sizes"] for n in p["partitions"]]
+        for size, partitions in cells:
             count = p["counts"][size]
-            for partitions in p["partitions"]:
-                topics = {peer: self.produce(peer, size, partitions, count, repeat) for peer in order
-                          if peer not in CONSUME_ONLY}
-                source = topics.get("rdk") or next((t for t in topics.values() if t), "")
-                for peer in order:
-                    if source:
-                        self.consume(peer, source, size, partitions, count, repeat)
-                    else:
-                        self.record(self.figures("consume", peer, size, partitions, count, repeat,
-                                                 None, "no topic was produced in full"))
-                self.drop(self.produced)
-                self.produced = []
+            topics = {peer: self.produce(peer, size, partitions, count, repeat) for peer in order
+                      if peer not in CONSUME_ONLY}
+            source = topics.get("rdk") or next((t for t in topics.values() if t), "")
+            for peer in order:
+                if source:
+                    self.consume(peer, source, size, partitions, count, repeat)
+                else:
+                    self.record(self.figures("consume", peer, size, partitions, count, repeat,
+                                             None, "no topic was produced in full"))
+            self.drop(self.produced)
+            self.produced = []
 
     def drop(self, topics: list[str]) -> None:
         """Delete topics once measured (1 GiB per throughput point otherwise stays on disk)."""
@@ -795,7 +800,8 @@ def settings() -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python bench/java_peer.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="every cell, tiny counts, one run each (smoke test)")
+    p.add_argument("--quick", action="store_true",
+                   help="every size and partition count, tiny counts, one run each (smoke test)")
     p.add_argument("--repeat", type=int, default=None, help="runs per point (default 3; quick 1)")
     p.add_argument("--duration", type=float, default=None,
                    help="seconds of sending per latency point (default 10; quick 2)")

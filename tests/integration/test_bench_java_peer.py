@@ -1,8 +1,9 @@
 """bench/java_peer.py in quick mode: on one Apache Kafka node it starts itself, rdk, rdk
 Arrow, confluent-kafka, the Java client (Kafka's ProducerPerformance, ConsumerPerformance and
-EndToEndLatency) and native C each produce a positive figure on every path in every cell of
-the matrix (100 B, 1 KiB, 10 KiB x 4, 64, 1 024 partitions, tiny counts), and the JSON has the
-shape the table printer reads (never how fast)."""
+EndToEndLatency) and native C each produce a positive figure on every path at every size
+(100 B, 1 KiB, 10 KiB) and every partition count (4, 64, 1 024) of the matrix, in three cells
+with tiny counts (the suite's time), and the JSON has the shape the table printer reads (never
+how fast)."""
 
 from __future__ import annotations
 
@@ -49,10 +50,10 @@ def test_quick_run_succeeds_and_prints_the_tables(quick):
     assert "| goal | ratio | holds |" in done.stdout
 
 
-SIZES, PARTITIONS = (100, 1024, 10240), (4, 64, 1024)
+CELLS = [(100, 4), (1024, 64), (10240, 1024)]
 
 
-def test_every_peer_has_positive_throughput_on_both_paths_in_every_cell(quick):
+def test_every_peer_has_positive_throughput_on_both_paths_at_every_size_and_count(quick):
     _, _, data = quick
     assert data["meta"]["quick"] is True
     runs = data["runs"]
@@ -60,16 +61,15 @@ def test_every_peer_has_positive_throughput_on_both_paths_in_every_cell(quick):
         for peer in PRODUCERS if kind == "produce" else PEERS:
             mine = [r for r in runs if r["kind"] == kind and r["peer"] == peer]
             assert sorted((r["size"], r["partitions"]) for r in mine) == \
-                [(s, p) for s in SIZES for p in PARTITIONS], (kind, peer)
+                CELLS, (kind, peer)
             for r in mine:
                 assert r["problem"] == "", r
                 assert r["msgs_per_s"] > 0 and r["mb_per_s"] > 0, r
                 assert r["cpu_us_per_msg"] > 0, r  # every peer's own CPU per message (issue 35)
-                assert r["peak_rss_mib"] > 5, r  # its own process's, not the harness's
+                assert r["peak_rss_mib"] > 0, r  # its own process's VmHWM, even a short one
     assert not [r for r in runs if r["kind"] == "produce" and r["peer"] == "rdk Arrow"]
     cells = data["summary"]["throughput"]
-    assert set(cells) == {f"{k} {s}B {p}p" for k in ("produce", "consume") for s in SIZES
-                          for p in PARTITIONS}
+    assert set(cells) == {f"{k} {s}B {p}p" for k in ("produce", "consume") for s, p in CELLS}
     for cell in cells.values():
         assert set(cell["peers"]) == set(PRODUCERS if cell["kind"] == "produce" else PEERS)
         for stats in cell["peers"].values():
