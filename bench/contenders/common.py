@@ -227,8 +227,14 @@ class PacedSender(threading.Thread):
 
 
 def peak_rss() -> int:
-    """This process's peak resident set size so far, in bytes (Linux: ru_maxrss is KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident set size so far, in bytes: ``VmHWM`` of its own memory.
+    Not ``ru_maxrss``, which on Linux also carries the peak of the memory held before
+    ``exec`` (the parent's, when started under vfork)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # no /proc: the old way
 
 
 def current_rss() -> int:
