@@ -46,14 +46,27 @@ def _ms(timeout: float) -> int:
 # ---- watermarks ----------------------------------------------------------------------
 
 
+_RETRY_INTERVAL = 0.1  # seconds between asking again after a retriable answer
+
+
 def query_watermarks(client: Client, topic: str, partition: int, timeout: float) -> tuple[int, int]:
-    """(low, high) exactly as the broker's ListOffsets answers them."""
+    """(low, high) exactly as the broker's ListOffsets answers them. A retriable answer
+    (NOT_LEADER_FOR_PARTITION for a moment after a topic is created or while its leader
+    moves) is asked again until ``timeout`` has passed; then it raises."""
     lo = ffi.new("int64_t *")
     hi = ffi.new("int64_t *")
-    check(lib.rd_kafka_query_watermark_offsets(
-        client.rk, topic.encode(), int(partition), lo, hi, _ms(timeout)),
-        f"watermarks of {topic}[{partition}]")
-    return int(lo[0]), int(hi[0])
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check(lib.rd_kafka_query_watermark_offsets(
+                client.rk, topic.encode(), int(partition), lo, hi, _ms(timeout)),
+                f"watermarks of {topic}[{partition}]")
+            return int(lo[0]), int(hi[0])
+        except KafkaError as e:
+            timeout = deadline - time.monotonic() - _RETRY_INTERVAL
+            if not e.retriable or e.code == _TIMED_OUT or timeout <= 0:
+                raise
+        time.sleep(_RETRY_INTERVAL)
 
 
 def cached_high_watermark(client: Client, topic: str, partition: int) -> int | None:
