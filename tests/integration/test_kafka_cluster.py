@@ -88,6 +88,19 @@ def test_create_topic_waits_for_leaders_and_honours_its_config(kafka_cluster):
         kafka_cluster.leader(topic, 7)
 
 
+def test_every_partition_of_a_created_topic_answers_at_once(kafka_cluster):
+    """A broker lists a new partition's leader before it has made its log, and answers
+    NOT_LEADER_OR_FOLLOWER until then (at 512 partitions on one node, for about 2 s):
+    create_topic returns only once every partition answers."""
+    topic = name()
+    kafka_cluster.create_topic(topic, 512)
+    with Admin(kafka_cluster.bootstrap_servers) as admin:
+        found = admin.offsets_for_times(topic, dict.fromkeys(range(512), 0), timeout=10)
+    assert found == dict.fromkeys(range(512), -1)  # answered, and empty
+    with Admin(kafka_cluster.bootstrap_servers) as admin:
+        admin.delete_topics([topic])
+
+
 def test_topics_are_never_created_by_a_metadata_request(kafka_cluster):
     from rdk import _binding
 

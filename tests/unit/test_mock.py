@@ -4,6 +4,7 @@ public entry point does; the registry of kinds is the one the CLI and scripts re
 from __future__ import annotations
 
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -160,10 +161,25 @@ def test_kafka_version_is_the_one_the_pom_pins():
     ({"sasl_users": {"alice": 'se"cret'}}, ValueError, "password of sasl user 'alice'"),
     ({"config": {1: 2}}, TypeError, "config keys"),
     ({"version": "latest"}, ValueError, "version must be like"),
+    ({"heap_mib": 64}, ValueError, "heap_mib"),
+    ({"heap_mib": "1g"}, TypeError, "heap_mib"),
 ])
 def test_kafka_cluster_checks_its_arguments_before_starting(kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         KafkaCluster(**kwargs)
+
+
+def test_each_kafka_node_runs_with_the_heap_asked_for(tmp_path):
+    from rdk.testing._kafka_nodes import JVM_OPTIONS, KafkaNodes
+
+    nodes = KafkaNodes(java="java", libs=tmp_path, node_ids=[1], listeners=["PLAINTEXT"],
+                       cluster_id="x", version=KAFKA_VERSION, heap_mib=2048)
+    try:
+        assert "-Xmx2048m" in nodes.jvm_options and "-Xmx384m" in JVM_OPTIONS
+        assert [o for o in nodes.jvm_options if not o.startswith("-Xmx")] == \
+            [o for o in JVM_OPTIONS if not o.startswith("-Xmx")]
+    finally:
+        shutil.rmtree(nodes.root)
 
 
 def test_kafka_cluster_without_jars_says_to_run_setup(tmp_path, monkeypatch):

@@ -104,8 +104,10 @@ class KafkaNodes:
     holds the running ``ServerProcess`` of each node (``shutdown(procs, root)`` ends it all)."""
 
     def __init__(self, *, java: str, libs: Path, node_ids: Sequence[int], listeners: Sequence[str],
-                 cluster_id: str, version: str) -> None:
+                 cluster_id: str, version: str, heap_mib: int = 384) -> None:
         self.java = java
+        self.jvm_options = tuple(f"-Xmx{heap_mib}m" if o.startswith("-Xmx") else o
+                                 for o in JVM_OPTIONS)
         self.libs = libs
         self.node_ids = list(node_ids)
         self.listeners = tuple(listeners)
@@ -180,7 +182,8 @@ class KafkaNodes:
             (self.node_dir(n) / "server.properties").write_text(self._properties(n, extra))
         self._format(scram, timeout)
         for n in self.node_ids:
-            cmd = self._java_command(JVM_OPTIONS, "kafka.Kafka", str(self.node_dir(n) / "server.properties"))
+            cmd = self._java_command(self.jvm_options, "kafka.Kafka",
+                                     str(self.node_dir(n) / "server.properties"))
             self.procs[n] = ServerProcess(cmd, log=str(self.node_dir(n) / "server.log"),
                                           death_signal=signal.SIGKILL, grace=grace)
             self.procs[n].start()
