@@ -70,6 +70,26 @@ JAVA = "java"
 PEERS = ["rdk", RDK_ARROW, "confluent-kafka", JAVA, NATIVE]
 CONSUME_ONLY = {RDK_ARROW}
 LATENCY_PEERS = {"rdk", "confluent-kafka"}
+# "rdk queue=30000": rdk producing with queue.buffering.max.messages=30000 (a memory bound);
+# produce only, like every variant
+VARIANT = re.compile(r"^(rdk|confluent-kafka|native C) queue=([0-9]+)$")
+SCALE_PARTITIONS = 512  # issue 35: >= 1.3 x confluent-kafka from here up (scale sweep)
+
+
+def base_peer(peer: str) -> tuple[str, dict[str, Any]]:
+    """A peer's client and the producer settings its variant adds."""
+    m = VARIANT.match(peer)
+    if m is None:
+        return peer, {}
+    return m.group(1), {"queue.buffering.max.messages": int(m.group(2))}
+
+
+def check_peer(peer: str) -> str:
+    if peer not in PEERS and VARIANT.match(peer) is None:
+        raise argparse.ArgumentTypeError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}, "
+                                         "or one of rdk, confluent-kafka, native C followed by "
+                                         "' queue=N'")
+    return peer
 
 # The settings every peer shares (the names are the same in librdkafka and the Java client).
 COMMON_PRODUCER: dict[str, Any] = {
@@ -191,6 +211,7 @@ class Finished:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
         self.cpu_seconds = usage.ru_utime + usage.ru_stime  # os.wait4: this child's alone
         self.peak_rss_bytes = peak_rss_bytes
+        self.wall_seconds = 0.0  # Popen to exit: the whole run, start-up included
 
 
 def vm_hwm(pid: int) -> int:
@@ -216,6 +237,7 @@ def run_measured(argv: list[str], timeout: float) -> Finished | None:
     import tempfile
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        began = time.monotonic()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT)
         expired, ended = threading.Event(), threading.Event()
         peak = [0]
@@ -236,6 +258,7 @@ def run_measured(argv: list[str], timeout: float) -> Finished | None:
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - began
         finally:
             timer.cancel()
             ended.set()
@@ -245,8 +268,10 @@ def run_measured(argv: list[str], timeout: float) -> Finished | None:
             return None
         out.seek(0)
         err.seek(0)
-        return Finished(proc.returncode, out.read().decode(errors="replace"),
+        done = Finished(proc.returncode, out.read().decode(errors="replace"),
                         err.read().decode(errors="replace"), usage, peak[0])
+        done.wall_seconds = wall
+        return done
 
 
 def run_python(peer: str, job: dict[str, Any], timeout: float) -> tuple[dict | None, str]:
@@ -256,7 +281,8 @@ def run_python(peer: str, job: dict[str, Any], timeout: float) -> tuple[dict | N
         return None, f"timed out after {timeout:.0f} s"
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
-            return {**json.loads(line[len("RESULT "):]), "peak_rss_bytes": done.peak_rss_bytes}, ""
+            return {**json.loads(line[len("RESULT "):]), "peak_rss_bytes": done.peak_rss_bytes,
+                    "wall_seconds": done.wall_seconds}, ""
     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
     return None, f"exit code {done.returncode}: {' | '.join(tail)}"
 
@@ -296,7 +322,7 @@ def run_native(job: dict[str, Any], timeout: float) -> tuple[dict | None, str]:
     if result is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return None, f"exit code {done.returncode}: {' | '.join(tail)}"
-    return {**result, "peak_rss_bytes": done.peak_rss_bytes}, ""
+    return {**result, "peak_rss_bytes": done.peak_rss_bytes, "wall_seconds": done.wall_seconds}, ""
 
 
 def props_args(props: dict[str, Any]) -> list[str]:
@@ -381,23 +407,8 @@ def python_job(kind: str, bootstrap: str, topic: str, partitions: int, count: in
 
 
 def high_watermarks(admin: Any, topic: str, partitions: int) -> int:
-    """The topic's message count. A partition the broker has just created may answer
-    NOT_LEADER_FOR_PARTITION for a moment after its metadata names the leader (seen at 1 024
-    partitions): retriable answers are asked again for up to 30 s."""
-    from rdk.errors import KafkaError
-
-    total = 0
-    for p in range(partitions):
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                total += admin.watermarks(topic, p, timeout=30)[1]
-                break
-            except KafkaError as e:
-                if not e.retriable or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)  # a retry interval
-    return total
+    """The topic's message count (``Admin.watermarks`` asks again on retriable answers)."""
+    return sum(admin.watermarks(topic, p, timeout=30)[1] for p in range(partitions))
 
 
 class Bench:
@@ -429,13 +440,28 @@ class Bench:
         self.log(f"{run['kind']} {run['peer']} {run.get('point')}: "
                  f"{run['problem'] or json.dumps(figures)}")
 
+    def settle(self) -> None:
+        """Write the page cache's dirty pages out before a run (``os.sync``), so that no run
+        shares the disk with the writeback of the runs before it (a run writes up to 400 MB).
+        It does not remove every effect of order: at 10 KiB x 64 the fifth producer of a cell
+        was still slowed now and then (19 k msgs/s against 31-35 k)."""
+        os.sync()
+
     def produce(self, peer: str, size: int, partitions: int, count: int, repeat: int) -> str:
-        topic = self.topic(partitions, "p")
+        try:
+            topic = self.topic(partitions, "p")
+        except Exception as e:  # the broker could not make the topic: this run fails, not the bench
+            self.record(self.figures("produce", peer, size, partitions, count, repeat, None,
+                                     f"creating the topic: {e}"))
+            return ""
+        self.settle()
         if peer == JAVA:
             r, problem = java_produce(self.libs, self.bootstrap, topic, count, size, self.timeout)
         else:
+            client, extra = base_peer(peer)
             job = python_job("produce", self.bootstrap, topic, partitions, count, size, self.timeout)
-            run = run_native if peer == NATIVE else partial(run_python, peer)
+            job["producer"].update(extra)
+            run = run_native if client == NATIVE else partial(run_python, client)
             r, problem = run(job, self.timeout + 60)
             if r:
                 r["msgs_per_s"] = r["count"] / r["seconds"] if r.get("seconds") else 0.0
@@ -452,6 +478,7 @@ class Bench:
 
     def consume(self, peer: str, topic: str, size: int, partitions: int, count: int,
                 repeat: int) -> None:
+        self.settle()
         if peer == JAVA:
             r, problem = java_consume(self.libs, self.bootstrap, topic, count, self.timeout)
         else:
@@ -488,6 +515,10 @@ class Bench:
                 run["cpu_whole_process"] = True
             if r.get("peak_rss_bytes"):
                 run["peak_rss_mib"] = r["peak_rss_bytes"] / 2**20  # the peer's process, whole run
+            if r.get("wall_seconds") and r.get("count"):
+                # start-up included: interpreter, imports, connect, metadata, the consumer's
+                # assignment and first fetches, the producer's final flush
+                run["whole_msgs_per_s"] = r["count"] / r["wall_seconds"]
         return run
 
     def throughput(self, order: list[str], repeat: int) -> None:
@@ -499,6 +530,8 @@ class Bench:
                       if peer not in CONSUME_ONLY}
             source = topics.get("rdk") or next((t for t in topics.values() if t), "")
             for peer in order:
+                if VARIANT.match(peer):
+                    continue  # variants are producer settings
                 if source:
                     self.consume(peer, source, size, partitions, count, repeat)
                 else:
@@ -560,7 +593,9 @@ class Bench:
         """A fresh broker's JVM is still compiling: whoever runs first would pay for it. Each
         peer produces and consumes 200 000 x 100 B on 4 partitions once, not kept."""
         self.warming = True
-        for peer in PEERS:
+        for peer in self.args.peers:
+            if VARIANT.match(peer):
+                continue
             topic = self.produce(peer, 100, 4, 200000, -1) if peer not in CONSUME_ONLY else ""
             if topic:
                 self.consume(peer, topic, 100, 4, 200000, -1)
@@ -573,8 +608,9 @@ class Bench:
         if not self.args.quick:
             self.warm_up()
         for repeat in range(repeats):
-            k = repeat % len(PEERS)
-            order = PEERS[k:] + PEERS[:k]
+            peers = self.args.peers
+            k = repeat % len(peers)
+            order = peers[k:] + peers[:k]
             self.log(f"repeat {repeat + 1}/{repeats}, order {order}")
             if not self.args.latency_only:
                 self.throughput(order, repeat)
@@ -598,7 +634,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             cell = thr.setdefault(key, {"kind": r["kind"], "size": r["size"],
                                         "partitions": r["partitions"], "peers": {}})
             peer = cell["peers"].setdefault(r["peer"], {"msgs": [], "mb": [], "cpu": [], "rss": [],
-                                                        "failed": []})
+                                                        "whole": [], "failed": []})
             if r["problem"]:
                 peer["failed"].append(r["problem"])
             else:
@@ -608,6 +644,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                     peer["cpu"].append(r["cpu_us_per_msg"])
                 if "peak_rss_mib" in r:
                     peer["rss"].append(r["peak_rss_mib"])
+                if "whole_msgs_per_s" in r:
+                    peer["whole"].append(r["whole_msgs_per_s"])
         else:
             key = "java_e2e" if r["kind"] == "java_e2e" else f"{r['rate']}/s linger {r['linger']}"
             cell = lat.setdefault(key, {"rate": r.get("rate"), "linger": r.get("linger"), "peers": {}})
@@ -622,6 +660,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             peer["msgs_per_s"], peer["mb_per_s"] = min_med(peer.pop("msgs")), min_med(peer.pop("mb"))
             peer["cpu_us_per_msg"] = min_med(peer.pop("cpu"))
             peer["peak_rss_mib"] = min_med(peer.pop("rss"))
+            peer["whole_msgs_per_s"] = min_med(peer.pop("whole"))
     for cell in lat.values():
         for peer in cell["peers"].values():
             for q in ("p50", "p99", "p999"):
@@ -653,6 +692,22 @@ def goals(thr: dict, lat: dict) -> list[dict[str, Any]]:
         ratio = mine / theirs if mine and theirs else None
         out.append({"goal": f"{key}: rdk peak RSS <= 1.2 x confluent-kafka's", "ratio": ratio,
                     "holds": None if ratio is None else ratio <= 1.2})
+        if cell["partitions"] >= SCALE_PARTITIONS:  # the scale sweep's goal, start included too
+            for figure, what in (("msgs_per_s", ""), ("whole_msgs_per_s", " (whole run)")):
+                mine, theirs = _median(cell, "rdk", figure), _median(cell, "confluent-kafka", figure)
+                ratio = mine / theirs if mine and theirs else None
+                out.append({"goal": f"{key}: rdk >= 1.3 x confluent-kafka{what}", "ratio": ratio,
+                            "holds": None if ratio is None else ratio >= 1.3})
+        for peer in cell["peers"]:  # memory-bounded variants against confluent-kafka
+            if not VARIANT.match(peer):
+                continue
+            for figure, target, sign in (("msgs_per_s", 1.0, ">="), ("peak_rss_mib", 1.2, "<=")):
+                mine, theirs = _median(cell, peer, figure), _median(cell, "confluent-kafka", figure)
+                ratio = mine / theirs if mine and theirs else None
+                word = "msgs/s" if figure == "msgs_per_s" else "peak RSS"
+                holds = None if ratio is None else (ratio >= target if sign == ">=" else ratio <= target)
+                out.append({"goal": f"{key}: {peer} {word} {sign} {target:g} x confluent-kafka's",
+                            "ratio": ratio, "holds": holds})
         if cell["size"] == 100 and cell["partitions"] == 4:
             o = _median(cell, NATIVE, "msgs_per_s")
             ratio = rdk / o if rdk and o else None
@@ -706,21 +761,32 @@ def headline(cells: dict[str, Any]) -> list[str]:
     return out
 
 
+def _figure_rows(cells: list[dict], peers: list[str], figure: str) -> list[str]:
+    """A table's rows: each cell's median ``figure`` per peer."""
+    out = []
+    for cell in cells:
+        row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
+        row += [_num(cell["peers"].get(p, {}).get(figure, {}).get("median"), 0) for p in peers]
+        out.append("| " + " | ".join(row) + " |")
+    return out
+
+
 def tables(data: dict[str, Any]) -> str:
     s = data["summary"]
     labels = {"rdk": "rdk", RDK_ARROW: "rdk Arrow", "confluent-kafka": "confluent-kafka",
               JAVA: "Java client", NATIVE: "native C"}
     cells = sorted(s["throughput"].values(), key=lambda c: (c["kind"] != "produce", c["size"],
                                                              c["partitions"]))
+    shown = data["meta"].get("peers", PEERS)  # this run's peers
     out = headline(s["throughput"])
-    head = "| path | size | partitions | " + " | ".join(labels[p] for p in PEERS)
-    rule = "|---|---:|---:|" + "---:|" * len(PEERS)
+    head = "| path | size | partitions | " + " | ".join(labels.get(p, p) for p in shown)
+    rule = "|---|---:|---:|" + "---:|" * len(shown)
     out += ["", "**Throughput** (msgs/s, median (min) of the repeats)", "",
             head + " | rdk / confluent | rdk / Java | rdk / native C |", rule + "---:|" * 3]
     for cell in cells:
         peers = cell["peers"]
         row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
-        row += [_cell(peers[p].get("msgs_per_s", {})) if p in peers else "—" for p in PEERS]
+        row += [_cell(peers[p].get("msgs_per_s", {})) if p in peers else "—" for p in shown]
         rdk = _median(cell, "rdk", "msgs_per_s")
         for other in ("confluent-kafka", JAVA, NATIVE):
             o = _median(cell, other, "msgs_per_s")
@@ -730,23 +796,26 @@ def tables(data: dict[str, Any]) -> str:
             " over the timed window, the Java tools' JVM over its whole run, start-up included)"
             " and **MB/s** (value bytes / 1e6, median)", "",
             head + " | rdk / confluent CPU | rdk / native C CPU | confluent / native C CPU | "
-            + " | ".join(f"{labels[p]} MB/s" for p in PEERS) + " |", rule + "---:|" * (3 + len(PEERS))]
+            + " | ".join(f"{labels.get(p, p)} MB/s" for p in shown) + " |", rule + "---:|" * (3 + len(shown))]
     for cell in cells:
         peers = cell["peers"]
         row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
-        row += [_num(peers.get(p, {}).get("cpu_us_per_msg", {}).get("median"), 2) for p in PEERS]
+        row += [_num(peers.get(p, {}).get("cpu_us_per_msg", {}).get("median"), 2) for p in shown]
         cpu = {p: _median(cell, p, "cpu_us_per_msg") for p in ("rdk", "confluent-kafka", NATIVE)}
         for a, b in (("rdk", "confluent-kafka"), ("rdk", NATIVE), ("confluent-kafka", NATIVE)):
             row.append(f"{cpu[a] / cpu[b]:.2f}" if cpu[a] and cpu[b] else "-")
-        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in PEERS]
+        row += [_num(peers.get(p, {}).get("mb_per_s", {}).get("median"), 1) for p in shown]
         out.append("| " + " | ".join(row) + " |")
     out += ["", "**Peak RSS** (MiB, median; each peer's process over its whole run)", "",
             head + " |", rule]
-    for cell in cells:
-        peers = cell["peers"]
-        row = [cell["kind"], f"{cell['size']} B", str(cell["partitions"])]
-        row += [_num(peers.get(p, {}).get("peak_rss_mib", {}).get("median"), 0) for p in PEERS]
-        out.append("| " + " | ".join(row) + " |")
+    out += _figure_rows(cells, shown, "peak_rss_mib")
+    out += ["", "**Whole run** (msgs/s over each process's life, start-up included: interpreter, "
+            "imports, connecting, metadata, the consumer's assignment and first fetch, the "
+            "producer's final flush; median; the Java tools' figures are their own)", "", head + " |",
+            rule]
+    out += _figure_rows(cells, shown, "whole_msgs_per_s")
+    if not s["latency"]:
+        out += ["", "(no latency points in this run)"]
     out += ["", "**End-to-end latency** (ms, 100 B, 4 partitions, median (min) of the repeats)", "",
             "| rate | linger | peer | p50 | p99 | p99.9 |", "|---:|---|---|---:|---:|---:|"]
     for key, cell in s["latency"].items():
@@ -813,6 +882,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lingers", default=None,
                    help="latency linger.ms values, comma-separated; 'default' = the client's own")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
+    p.add_argument("--peers", type=lambda v: [check_peer(x.strip()) for x in v.split(",")],
+                   default=None, help=f"comma-separated, in this order (default: {','.join(PEERS)}); "
+                   "'rdk queue=N' is rdk producing with queue.buffering.max.messages=N")
+    p.add_argument("--partitions", default=None,
+                   help="partition counts, comma-separated (default 4,64,1024): every size at each")
+    p.add_argument("--sizes", default=None, help="message sizes in bytes, comma-separated "
+                   "(default 100,1024,10240)")
+    p.add_argument("--broker-heap-mib", type=int, default=384,
+                   help="the broker JVM's maximum heap (default %(default)s; 8 192 partitions "
+                   "need more)")
+    p.add_argument("--count", type=int, default=None,
+                   help="messages per run at every size (default 1 M at 100 B, 200 k at 1 KiB, "
+                   "40 k at 10 KiB)")
     p.add_argument("--child", nargs=2, metavar=("PEER", "JOB"), help=argparse.SUPPRESS)
     return p
 
@@ -832,20 +914,31 @@ def main(argv: list[str] | None = None) -> int:
         args.plan["repeat"] = args.repeat
     if args.rates:
         args.plan["rates"] = [int(r) for r in args.rates.split(",")]
+    if args.partitions or args.sizes:
+        args.plan.pop("cells", None)  # every size at every partition count
+    if args.partitions:
+        args.plan["partitions"] = [int(n) for n in args.partitions.split(",")]
+    if args.sizes:
+        args.plan["sizes"] = [int(n) for n in args.sizes.split(",")]
+    if args.count:
+        args.plan["counts"] = {size: args.count for size in args.plan["sizes"]}
+    args.peers = args.peers or list(PEERS)
     if args.lingers:
         args.plan["lingers"] = [v if v == DEFAULT_LINGER else float(v) for v in args.lingers.split(",")]
     libs = kafka_libs()
     started = time.time()
     before = machine()
-    with KafkaCluster(1) as cluster:
+    with KafkaCluster(1, heap_mib=args.broker_heap_mib) as cluster:
         bench = Bench(args, cluster, libs)
         bench.run()
     data = {"meta": {"quick": args.quick, "repeat": args.plan["repeat"], "plan": args.plan,
+                     "peers": args.peers,
                      "command": " ".join(["python bench/java_peer.py", *(argv or sys.argv[1:])]),
                      "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
                      "seconds": round(time.time() - started, 1), "machine_before": before,
                      "machine_after": machine(), "broker": f"Apache Kafka {cluster.version}, "
-                     "1 node KRaft (rdk.testing.KafkaCluster(1))", "settings": settings()},
+                     f"1 node KRaft (rdk.testing.KafkaCluster(1), heap {args.broker_heap_mib} MiB)",
+                     "settings": settings()},
             "runs": bench.runs}
     data["summary"] = summarise(bench.runs)
     args.out.write_text(json.dumps(data, indent=1))

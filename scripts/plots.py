@@ -483,7 +483,8 @@ PLOTS: dict[str, tuple[str, list[Callable[[Data, Path], Path]]]] = {
     "scale_partitions.json": ("python bench/run.py --family scale --scenarios part4_consume,... "
                               "--out docs/data/scale_partitions.json (see docs/performance.md)",
                               [throughput_partitions]),
-    "java_peer.json": ("python bench/java_peer.py --duration 5 --out docs/data/java_peer.json",
+    "java_peer.json": ("python bench/java_peer.py --duration 5 --out docs/data/java_peer.json "
+                       "--peers \"rdk,rdk Arrow,confluent-kafka,java,native C,rdk queue=30000\"",
                        [java_peer_throughput, java_peer_cpu, latency_percentiles]),
     "spark_bench.json": (".venv/bin/python bench/spark_bench.py --messages 500000 --repeat 3 "
                          "--json docs/data/spark_bench.json", [spark_rows]),

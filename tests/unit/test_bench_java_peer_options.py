@@ -1,0 +1,80 @@
+"""bench/java_peer.py's sweep options, without a broker: peer variants ("rdk queue=N"),
+--partitions/--sizes/--count replacing the matrix, and the goals the summary adds (the scale
+sweep's 1.3 x at >= 512 partitions, a variant's rate and memory against confluent-kafka)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
+import java_peer
+
+
+def test_a_variant_is_its_client_with_a_bounded_queue():
+    assert java_peer.base_peer("rdk queue=30000") == ("rdk", {"queue.buffering.max.messages": 30000})
+    assert java_peer.base_peer("confluent-kafka") == ("confluent-kafka", {})
+    assert java_peer.check_peer("native C queue=100") == "native C queue=100"
+
+
+@pytest.mark.parametrize("bad", ["rdk queue=", "rdk queue=lots", "kafka-python", "rdk Arrow queue=5"])
+def test_an_unknown_peer_is_named(bad):
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown peer"):
+        java_peer.check_peer(bad)
+    with pytest.raises(SystemExit):
+        java_peer.build_parser().parse_args(["--peers", f"rdk,{bad}"])
+
+
+def run(peer, kind, partitions, msgs, rss=100.0, whole=None):
+    return {"kind": kind, "peer": peer, "size": 100, "partitions": partitions, "count": 10,
+            "repeat": 0, "point": "", "problem": "", "msgs_per_s": msgs, "mb_per_s": msgs / 1e4,
+            "cpu_us_per_msg": 1.0, "peak_rss_mib": rss, "whole_msgs_per_s": whole or msgs}
+
+
+def test_the_summary_adds_the_scale_goal_and_the_variant_goals():
+    runs = [run("rdk", "produce", 2048, 140.0, whole=120.0),
+            run("confluent-kafka", "produce", 2048, 100.0, rss=50.0),
+            run("rdk queue=30000", "produce", 2048, 90.0, rss=55.0),
+            run("rdk", "produce", 64, 100.0), run("confluent-kafka", "produce", 64, 100.0)]
+    goals = {g["goal"]: g["holds"] for g in java_peer.summarise(runs)["goals"]}
+    assert goals["produce 100B 2048p: rdk >= 1.3 x confluent-kafka"] is True
+    assert goals["produce 100B 2048p: rdk >= 1.3 x confluent-kafka (whole run)"] is False
+    assert goals["produce 100B 2048p: rdk queue=30000 msgs/s >= 1 x confluent-kafka's"] is False
+    assert goals["produce 100B 2048p: rdk queue=30000 peak RSS <= 1.2 x confluent-kafka's"] is True
+    assert not [g for g in goals if g.startswith("produce 100B 64p: rdk >= 1.3")]
+
+
+def test_sweep_options_replace_the_matrix(monkeypatch):
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_libs():
+        raise Stop
+
+    monkeypatch.setattr("rdk.testing.kafka_libs", fake_libs)
+    args = ["--partitions", "512,8192", "--sizes", "100", "--count", "5000", "--quick"]
+    parser = java_peer.build_parser
+    monkeypatch.setattr(java_peer, "build_parser",
+                        lambda: _recording(parser(), seen))
+    with pytest.raises(Stop):
+        java_peer.main(args)
+    plan = seen["args"].plan
+    assert plan["partitions"] == [512, 8192] and plan["sizes"] == [100]
+    assert plan["counts"] == {100: 5000} and "cells" not in plan
+    assert seen["args"].peers == java_peer.PEERS
+
+
+def _recording(parser, seen):
+    plain = parser.parse_args
+
+    def parse_args(argv=None):
+        seen["args"] = plain(argv)
+        return seen["args"]
+
+    parser.parse_args = parse_args
+    return parser
