@@ -78,3 +78,25 @@ def _recording(parser, seen):
 
     parser.parse_args = parse_args
     return parser
+
+
+# docs/performance.md's commands, as written there (its exempt blocks name this file)
+DOCUMENTED = [
+    ["--duration", "5", "--out", "docs/data/java_peer.json",
+     "--peers", "rdk,rdk Arrow,confluent-kafka,java,native C,rdk queue=30000"],
+    ["--throughput-only", "--partitions", "512,2048", "--sizes", "100",
+     "--peers", "rdk,rdk Arrow,confluent-kafka,native C", "--out", "docs/data/java_peer_scale.json"],
+    ["--throughput-only", "--partitions", "8192", "--sizes", "100", "--broker-heap-mib", "2048",
+     "--peers", "rdk,rdk Arrow,confluent-kafka", "--out", "docs/data/java_peer_8192.json"],
+]
+
+
+@pytest.mark.parametrize("argv", DOCUMENTED)
+def test_the_documented_commands_parse(argv):
+    args = java_peer.build_parser().parse_args(argv)
+    assert args.peers == argv[argv.index("--peers") + 1].split(",")
+    assert str(args.out) == argv[argv.index("--out") + 1]
+    if "--broker-heap-mib" in argv:
+        assert args.broker_heap_mib == 2048 and args.throughput_only
+    else:
+        assert args.broker_heap_mib == 384
