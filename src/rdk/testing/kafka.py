@@ -241,41 +241,39 @@ class KafkaCluster(EmbeddedBroker):
         check_int(partitions, "partitions", minimum=1, maximum=2**31 - 1)
         check_int(replication_factor, "replication_factor", minimum=1, maximum=self.num_brokers)
         self._check_open()
-        with Admin(self.bootstrap_servers) as admin:
+        with Admin(self.bootstrap_servers) as admin:  # one client for creating and waiting
             admin.create_topics([(name, partitions, replication_factor, dict(config or {}))], exist_ok=True)
-        limit = 30.0 + partitions / 100
-        deadline = time.monotonic() + limit
-        while True:
-            try:  # one metadata request per look, whatever the partition count
-                leaders = self._leaders(name)
-                if len(leaders) >= partitions and min(leaders.values()) >= 0:
-                    break
-            except KafkaError:
-                if time.monotonic() > deadline:
-                    raise
-            if time.monotonic() > deadline:
-                raise RdkError(f"topic {name!r} has partitions without a leader after {limit:.0f} s")
-            time.sleep(0.05)  # a poll interval
-        self._wait_answering(name, len(leaders), deadline, limit)
-
-    def _wait_answering(self, topic: str, partitions: int, deadline: float, limit: float) -> None:
-        """Until every partition of ``topic`` answers ListOffsets: one request per leader per
-        look (``offsets_for_times``), asked again while any answer is retriable."""
-        from ..admin import Admin
-
-        with Admin(self.bootstrap_servers) as admin:
+            limit = 30.0 + partitions / 100
+            deadline = time.monotonic() + limit
             while True:
-                try:
-                    admin.offsets_for_times(topic, dict.fromkeys(range(partitions), 0), timeout=10)
-                    return
-                except KafkaError as e:  # the topic exists: not knowing it yet is not yet
-                    if not e.retriable and e.name not in ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC",
-                                                          "UNKNOWN_TOPIC_OR_PART"):
-                        raise
+                try:  # one metadata request per look, whatever the partition count
+                    leaders = self._leaders(name)
+                    if len(leaders) >= partitions and min(leaders.values()) >= 0:
+                        break
+                except KafkaError:
                     if time.monotonic() > deadline:
-                        raise RdkError(f"topic {topic!r} has partitions that do not answer "
-                                       f"ListOffsets after {limit:.0f} s: {e}") from e
+                        raise
+                if time.monotonic() > deadline:
+                    raise RdkError(f"topic {name!r} has partitions without a leader after {limit:.0f} s")
                 time.sleep(0.05)  # a poll interval
+            self._wait_answering(admin, name, len(leaders), deadline, limit)
+
+    @staticmethod
+    def _wait_answering(admin: Any, topic: str, partitions: int, deadline: float, limit: float) -> None:
+        """Until every partition of ``topic`` answers ListOffsets: one request per leader per
+        look (``admin.offsets_for_times``), asked again while any answer is retriable."""
+        while True:
+            try:
+                admin.offsets_for_times(topic, dict.fromkeys(range(partitions), 0), timeout=10)
+                return
+            except KafkaError as e:  # the topic exists: not knowing it yet is not yet
+                if not e.retriable and e.name not in ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC",
+                                                      "UNKNOWN_TOPIC_OR_PART"):
+                    raise
+                if time.monotonic() > deadline:
+                    raise RdkError(f"topic {topic!r} has partitions that do not answer "
+                                   f"ListOffsets after {limit:.0f} s: {e}") from e
+            time.sleep(0.05)  # a poll interval
 
     def leader(self, topic: str, partition: int) -> int:
         """The node id leading ``topic``'s ``partition`` now (-1 while it has none).
