@@ -121,16 +121,26 @@ def _exited(proc: subprocess.Popen, timeout: float) -> bool:
 
 
 def log_text(log: IO[bytes]) -> str:
-    """What a server wrote to its log file so far ("" once the file is closed)."""
+    """What a server wrote to its log file so far ("" once the file is closed).
+
+    Read with ``pread`` at explicit offsets: the server writes through the same open file
+    (its stdout), so the file offset is shared with it, and each of its appends moves that
+    offset to the end. Seeking to 0 and reading raced with those appends (a busy broker
+    made the read start at the end and return nothing)."""
     if log.closed:
         return ""
     log.flush()
-    pos = log.tell()
-    log.seek(0)
-    try:
-        return log.read().decode(errors="replace")
-    finally:
-        log.seek(pos)
+    fd = log.fileno()
+    size = os.fstat(fd).st_size
+    chunks: list[bytes] = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(size - offset, 1 << 24), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def first_line(proc: subprocess.Popen, timeout: float) -> str:
