@@ -369,15 +369,15 @@ def test_stable_ends_fetch_from_just_below_the_listed_end(fetcher, monkeypatch):
     listed = {0: (3, 10), 1: (5, 5), 2: (0, 0)}
     asked: list = []
 
-    def query(client, t, q, timeout):
-        asked.append((client, t, q, timeout))
-        return listed[q]
+    def query(client, t, parts, timeout):
+        asked.append((client, t, list(parts), timeout))
+        return {q: listed[q] for q in parts}
 
-    monkeypatch.setattr(planner_mod, "query_watermarks", query)
+    monkeypatch.setattr(planner_mod, "listed_watermarks", query)
     fetcher.plan = [[batch([(0, 7, 0, 0), (1, 5, EOF, 0)]), batch([(0, 8, EOF, 0), (2, 0, EOF, 0)])]]
     assert p._stable_ends("t", [0, 1, 2]) == {0: (3, 8), 1: (5, 5), 2: (0, 0)}
     c = FakeClient.made[0]
-    assert asked == [(c, "t", 0, 4.0), (c, "t", 1, 4.0), (c, "t", 2, 4.0)]
+    assert asked == [(c, "t", [0, 1, 2], 4.0)]  # one lookup for every partition
     (f,) = fetcher.made
     assert (f.client, f.topic, f.max_messages) == (c, "t", 10000)
     assert f.started == [(0, 9), (1, 5), (2, 0)] and f.fetches == [100, 100] and f.closed
@@ -385,7 +385,8 @@ def test_stable_ends_fetch_from_just_below_the_listed_end(fetcher, monkeypatch):
 
 def test_stable_ends_fetch_error_and_timeout(fetcher, monkeypatch, fake):
     p = make(timeout=4.0)
-    monkeypatch.setattr(planner_mod, "query_watermarks", lambda c, t, q, timeout: (0, 4))
+    monkeypatch.setattr(planner_mod, "listed_watermarks",
+                        lambda c, t, parts, timeout: dict.fromkeys(parts, (0, 4)))
     fetcher.plan = [[batch([(1, 0, 0, 0), (1, 0, TOO_LARGE, 0)])]]
     with pytest.raises(KafkaError) as ei:
         p._stable_ends("t", [1])

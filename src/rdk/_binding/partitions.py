@@ -25,6 +25,7 @@ __all__ = [
     "cached_high_watermark",
     "error_text",
     "fetched_high_watermarks",
+    "listed_watermarks",
     "partition_list",
     "partition_list_offsets",
     "query_watermarks",
@@ -47,24 +48,47 @@ def _ms(timeout: float) -> int:
 
 
 _RETRY_INTERVAL = 0.1  # seconds between asking again after a retriable answer
+_EARLIEST, _LATEST = -2, -1  # ListOffsets' timestamps for the first and the next offset
 
 
 def query_watermarks(client: Client, topic: str, partition: int, timeout: float) -> tuple[int, int]:
-    """(low, high) exactly as the broker's ListOffsets answers them. A retriable answer
-    (NOT_LEADER_FOR_PARTITION for a moment after a topic is created or while its leader
-    moves) is asked again until ``timeout`` has passed; then it raises."""
-    lo = ffi.new("int64_t *")
-    hi = ffi.new("int64_t *")
+    """(low, high) of one partition from the broker's ListOffsets answers: see
+    :func:`listed_watermarks`."""
+    return listed_watermarks(client, topic, [partition], timeout)[partition]
+
+
+def listed_watermarks(client: Client, topic: str, partitions: Iterable[int],
+                      timeout: float) -> dict[int, tuple[int, int]]:
+    """(low, high) per partition from the broker's ListOffsets answers (earliest, then
+    latest; the smaller of the two is low): two lookups for all the partitions, one request
+    per leader each. A retriable answer (NOT_LEADER_FOR_PARTITION for a moment after a topic
+    is created or while its leader moves) is asked again until ``timeout`` has passed; then
+    it raises.
+
+    ``rd_kafka_offsets_for_times``, not ``rd_kafka_query_watermark_offsets``: after one of
+    that call's two requests was answered with an error, its next call could report the
+    high watermark as the low one, without an error (librdkafka 2.15.1; seen on the mock
+    cluster with NOT_LEADER_FOR_PARTITION: (5, 5) where (0, 5) is right). It also asks for
+    one partition per call."""
+    parts = list(dict.fromkeys(int(p) for p in partitions))
+    if not parts:
+        return {}
     deadline = time.monotonic() + timeout
+    what = f"watermarks of {topic}"
     while True:
         try:
-            check(lib.rd_kafka_query_watermark_offsets(
-                client.rk, topic.encode(), int(partition), lo, hi, _ms(timeout)),
-                f"watermarks of {topic}[{partition}]")
-            return int(lo[0]), int(hi[0])
+            earliest, latest = (
+                offsets_for_times(client.rk, [(topic, p, spec) for p in parts],
+                                  _ms(deadline - time.monotonic()), what, what)
+                for spec in (_EARLIEST, _LATEST))
+            out = {}
+            for p in parts:
+                a, b = earliest[(topic, p)], latest[(topic, p)]
+                out[p] = (min(a, b), max(a, b))
+            return out
         except KafkaError as e:
-            timeout = deadline - time.monotonic() - _RETRY_INTERVAL
-            if not e.retriable or e.code == _TIMED_OUT or timeout <= 0:
+            if not e.retriable or e.code == _TIMED_OUT or \
+                    deadline - time.monotonic() - _RETRY_INTERVAL <= 0:
                 raise
         time.sleep(_RETRY_INTERVAL)
 
@@ -128,7 +152,7 @@ def true_watermarks(
     returns the Fetch response's high watermark, which is right everywhere.
     ``fetch_client`` (default ``client``) must be a consumer with enable.partition.eof=true.
     """
-    out = {p: query_watermarks(client, topic, p, timeout) for p in partitions}
+    out = listed_watermarks(client, topic, partitions, timeout)
     nonempty = {p: m for p, m in out.items() if m[1] > m[0]}
     if nonempty:
         fetched = fetched_high_watermarks(fetch_client or client, topic, nonempty, timeout)

@@ -52,8 +52,9 @@ class _OffsetsAdmin(_AdminBase):
 
     def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
         """(low, high) from the broker's ListOffsets answers (earliest, latest), with no
-        check by fetch: librdkafka returns the smaller of the two as low, so a broker that
-        answers them out of order (Tansu 0.6: docs/limitations.md) is not visible here.
+        check by fetch: the smaller of the two is low, so a broker that answers them out of
+        order (Tansu 0.6: docs/limitations.md) is not visible here. A retriable answer is
+        asked again until ``timeout``.
 
         Args:
             topic: The topic name.

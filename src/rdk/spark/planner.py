@@ -30,8 +30,8 @@ from .._binding.partitions import (
     PARTITION_EOF,
     batch_errors,
     error_text,
+    listed_watermarks,
     offsets_for_times,
-    query_watermarks,
     true_watermarks,
 )
 from ..errors import ConfigError, KafkaError
@@ -207,7 +207,7 @@ class Planner:
         """(low, last stable offset): a read_committed fetch reports the end of a partition
         at its last stable offset. ListOffsets is only a starting hint (Tansu answers
         ListOffsets(latest, read_committed) with 0), so the fetch starts just below it."""
-        listed = {p: query_watermarks(self._client, topic, p, self.timeout) for p in parts}
+        listed = listed_watermarks(self._client, topic, parts, self.timeout)
         out: dict[int, tuple[int, int]] = {}
         fetcher = Fetcher(self._client, topic, max_messages=10000)
         try:
