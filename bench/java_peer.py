@@ -442,9 +442,8 @@ class Bench:
 
     def settle(self) -> None:
         """Write the page cache's dirty pages out before a run (``os.sync``), so that no run
-        shares the disk with the writeback of the runs before it (a run writes up to 400 MB).
-        It does not remove every effect of order: at 10 KiB x 64 the fifth producer of a cell
-        was still slowed now and then (19 k msgs/s against 31-35 k)."""
+        shares the disk with the writeback of the runs before it (a run writes up to 400 MB;
+        ``produce_cell`` also deletes each topic it no longer needs at once)."""
         os.sync()
 
     def produce(self, peer: str, size: int, partitions: int, count: int, repeat: int) -> str:
@@ -526,9 +525,7 @@ class Bench:
         cells = p.get("cells") or [[s, n] for s in p["sizes"] for n in p["partitions"]]
         for size, partitions in cells:
             count = p["counts"][size]
-            topics = {peer: self.produce(peer, size, partitions, count, repeat) for peer in order
-                      if peer not in CONSUME_ONLY}
-            source = topics.get("rdk") or next((t for t in topics.values() if t), "")
+            source = self.produce_cell(order, size, partitions, count, repeat)
             for peer in order:
                 if VARIANT.match(peer):
                     continue  # variants are producer settings
@@ -539,6 +536,31 @@ class Bench:
                                              None, "no topic was produced in full"))
             self.drop(self.produced)
             self.produced = []
+
+    def produce_cell(self, order: list[str], size: int, partitions: int, count: int,
+                     repeat: int) -> str:
+        """Each producer of the cell in ``order``; the topic the consumers read comes back
+        (rdk's, else the first produced in full). Every other topic is deleted as soon as it
+        is counted: its 400 MB (10 KiB) would otherwise be written back to disk while the next
+        producers run, and the fifth producer of a cell ran at half the rate of the first."""
+        keep_for = "rdk" if "rdk" in order else next(p for p in order if p not in CONSUME_ONLY)
+        source = ""
+        for peer in order:
+            if peer in CONSUME_ONLY:
+                continue
+            topic = self.produce(peer, size, partitions, count, repeat)
+            if topic and (peer == keep_for or not source):
+                if source:  # rdk's replaces a fallback kept so far
+                    self.drop_now(source)
+                source = topic
+            elif topic:
+                self.drop_now(topic)
+        return source
+
+    def drop_now(self, topic: str) -> None:
+        if topic in self.produced:
+            self.produced.remove(topic)
+        self.drop([topic])
 
     def drop(self, topics: list[str]) -> None:
         """Delete topics once measured (1 GiB per throughput point otherwise stays on disk)."""
@@ -928,7 +950,8 @@ def main(argv: list[str] | None = None) -> int:
     libs = kafka_libs()
     started = time.time()
     before = machine()
-    with KafkaCluster(1, heap_mib=args.broker_heap_mib) as cluster:
+    # a deleted topic's files go at once (default: a minute later), their dirty pages unwritten
+    with KafkaCluster(1, heap_mib=args.broker_heap_mib, config={"file.delete.delay.ms": 0}) as cluster:
         bench = Bench(args, cluster, libs)
         bench.run()
     data = {"meta": {"quick": args.quick, "repeat": args.plan["repeat"], "plan": args.plan,

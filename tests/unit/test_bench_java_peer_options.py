@@ -100,3 +100,39 @@ def test_the_documented_commands_parse(argv):
         assert args.broker_heap_mib == 2048 and args.throughput_only
     else:
         assert args.broker_heap_mib == 384
+
+
+class _Cell(java_peer.Bench):
+    """A Bench whose produce and drop are recorded, not run (the cell's topic bookkeeping)."""
+
+    def __init__(self, failing=()):  # no broker: nothing of Bench.__init__ is needed
+        self.produced, self.events, self.failing = [], [], set(failing)
+
+    def produce(self, peer, size, partitions, count, repeat):
+        self.events.append(("produce", peer))
+        topic = f"topic-of-{peer}"
+        self.produced.append(topic)
+        return "" if peer in self.failing else topic
+
+    def drop(self, topics):
+        self.events.append(("drop", *topics))
+
+
+ORDER = ["confluent-kafka", "rdk Arrow", "rdk", "java", "native C"]
+
+
+def test_each_producers_topic_goes_as_soon_as_it_is_counted_except_rdks():
+    cell = _Cell()
+    assert cell.produce_cell(ORDER, 10240, 64, 10, 0) == "topic-of-rdk"
+    assert cell.events == [("produce", "confluent-kafka"),  # kept until rdk's is there
+                           ("produce", "rdk"), ("drop", "topic-of-confluent-kafka"),
+                           ("produce", "java"), ("drop", "topic-of-java"),
+                           ("produce", "native C"), ("drop", "topic-of-native C")]
+    assert cell.produced == ["topic-of-rdk"]  # dropped after the consumers read it
+
+
+def test_a_failed_rdk_run_leaves_another_full_topic_to_consume():
+    cell = _Cell(failing={"rdk"})
+    assert cell.produce_cell(ORDER, 100, 4, 10, 0) == "topic-of-confluent-kafka"
+    assert ("drop", "topic-of-confluent-kafka") not in cell.events
+    assert ("drop", "topic-of-java") in cell.events
