@@ -89,6 +89,22 @@ def test_admin_alters_describes_and_deletes_a_share_group(kafka_cluster, new_top
             admin.reset_share_group(group, "beginning")
 
 
+def test_an_altered_group_config_is_described_at_once(kafka_cluster):
+    """The controller acknowledges IncrementalAlterConfigs before the broker has applied the
+    record, so a describe straight after could see the value before; alter_group_config
+    returns once the broker shows the change (each value read back at once, 100 times)."""
+    group = _group()
+    with rdk.Admin(kafka_cluster.bootstrap_servers) as admin:
+        for i in range(100):
+            value = ("earliest", "latest")[i % 2]
+            limit = (3, None)[i % 2]  # None: back to the broker's default (5)
+            admin.alter_group_config(group, {"share.auto.offset.reset": value,
+                                             "share.delivery.count.limit": limit})
+            config = admin.describe_group_config(group)
+            assert (config["share.auto.offset.reset"], config["share.delivery.count.limit"]) == \
+                (value, "3" if limit else "5"), i
+
+
 def test_refused_or_failed_reset_leaves_the_share_group_as_it_was(kafka_cluster, new_topic):
     topic = new_topic(kafka_cluster, 1, prefix="sreset")
     produce(kafka_cluster, topic, 0, values(10))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._binding import ERROR_CODES
+from .._binding import ERROR_CODES, conf_value
 from .._binding import admin as _admin
 from ..errors import KafkaError
 from ._base import _AdminBase, _check_timeout, check_group_id, check_mapping
@@ -25,7 +25,8 @@ class _GroupsAdmin(_AdminBase):
         ``{"share.record.lock.duration.ms": 5000}`` for a share group (within the broker's
         ``group.share.min/max.record.lock.duration.ms``). The group need not exist yet.
         Raises KafkaError with the broker's text (``INVALID_CONFIG`` for an unknown name or a
-        value out of bounds).
+        value out of bounds). Returns once the broker's DescribeConfigs shows the change (it
+        applies it a moment after the controller acknowledges it; at most 5 s are waited).
 
         Args:
             group_id: The group's id.
@@ -48,9 +49,29 @@ class _GroupsAdmin(_AdminBase):
 
     def _alter_group(self, group_id: str, configs: Mapping[str, Any], timeout: float,
                      context: str) -> None:
+        """IncrementalAlterConfigs, then until the broker's DescribeConfigs shows it (up to
+        ``timeout``). The controller acknowledges the change before the broker has applied
+        its record: a describe at once could still see the value before (seen for
+        ``share.auto.offset.reset`` put back by ``reset_share_group``)."""
         if not configs:
             return
         _admin.alter_group_config(self._client, group_id, configs, timeout, context)
+        wanted = {name: None if value is None else conf_value(name, value)
+                  for name, value in configs.items()}
+        deadline = time.monotonic() + min(timeout, _APPLY_WAIT)
+        while True:
+            try:
+                seen = self._group_config(group_id, max(0.0, deadline - time.monotonic()), context)
+            except KafkaError:  # the change is made; not seeing it is not a failure of it
+                return
+            if all((seen[n][0] if n in seen and seen[n][1] else None) == v
+                   for n, v in wanted.items()):
+                return
+            if time.monotonic() >= deadline:
+                self._log_warning("%s: the broker still describes %s after %.0f s", context,
+                                  {n: seen.get(n) for n in wanted}, min(timeout, _APPLY_WAIT))
+                return
+            time.sleep(0.02)  # a poll interval: the broker applies the record meanwhile
 
     def describe_group_config(self, group_id: str, *, timeout: float = 30.0) -> dict[str, str]:
         """The group's configuration, ``{name: value}`` (DescribeConfigs on the GROUP
@@ -187,6 +208,7 @@ class _GroupsAdmin(_AdminBase):
 
 
 _RESET = "share.auto.offset.reset"
+_APPLY_WAIT = 5.0  # seconds an altered group config may take to show in DescribeConfigs
 _COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
                       "COORDINATOR_NOT_AVAILABLE")
 
