@@ -52,18 +52,21 @@ def gone(pid: int | None) -> bool:
 
 
 def read_values(bootstrap: str, topic: str, want: dict[int, int],
-                timeout: float = 30.0) -> dict[int, list[bytes]]:
-    """Values of each partition from its start, until ``want[p]`` arrived or the read
-    reached the partition's high watermark (or ``timeout``)."""
+                timeout: float = 60.0) -> dict[int, list[bytes]]:
+    """Values of each partition from its start, until ``want[p]`` distinct values arrived
+    (a batch written twice repeats values: counting every value stopped the read short, and
+    the rest looked lost) or the read reached the partition's high watermark. Not done
+    within ``timeout``: AssertionError, never a short read."""
     with Admin(bootstrap) as admin:
         highs = {p: admin.watermarks(topic, p)[1] for p in want}
     client = _binding.Client("consumer", {"bootstrap.servers": bootstrap, "log_level": 3})
     fetcher = Fetcher(client, topic)
     rows: dict[int, list[bytes]] = {p: [] for p in want}
+    distinct: dict[int, set[bytes]] = {p: set() for p in want}
     last = dict.fromkeys(want, -1)
 
     def done(p: int) -> bool:
-        return len(rows[p]) >= want[p] or last[p] >= highs[p] - 1
+        return len(distinct[p]) >= want[p] or last[p] >= highs[p] - 1
 
     try:
         for p in want:
@@ -76,7 +79,11 @@ def read_values(bootstrap: str, topic: str, want: dict[int, int],
                 assert b.err[i] == 0, _binding.err_name(b.err[i])
                 p = b.partition[i]
                 rows[p].append(ffi.unpack(b.values + vo[i], vo[i + 1] - vo[i]))
+                distinct[p].add(rows[p][-1])
                 last[p] = max(last[p], b.offset[i])
+        assert all(map(done, want)), (
+            f"reading {topic} took over {timeout} s: {({p: len(rows[p]) for p in want})} read "
+            f"of {want}, up to offsets {last}, high watermarks {highs}")
     finally:
         fetcher.close()
         client.close()
