@@ -407,8 +407,9 @@ def python_job(kind: str, bootstrap: str, topic: str, partitions: int, count: in
 
 
 def high_watermarks(admin: Any, topic: str, partitions: int) -> int:
-    """The topic's message count (``Admin.watermarks`` asks again on retriable answers)."""
-    return sum(admin.watermarks(topic, p, timeout=30)[1] for p in range(partitions))
+    """The topic's message count: every partition's watermarks in one lookup
+    (``Admin.topic_watermarks``; one call per partition took about 10 s at 1 024)."""
+    return sum(hi for _lo, hi in admin.topic_watermarks(topic, range(partitions), timeout=60).values())
 
 
 class Bench:

@@ -101,6 +101,26 @@ def test_watermarks_are_exact_after_100_then_200_messages(broker, admin, new_top
     assert admin.watermarks(topic, 1) == (0, 0)
 
 
+def test_topic_watermarks_gives_every_partition_in_one_lookup(broker, admin, new_topic):
+    topic = new_topic(broker, 3)
+    with Producer(broker.bootstrap_servers, queue_buffering_max_ms=5) as p:
+        p.send(topic, 0, [b"a%d" % i for i in range(100)])
+        p.send(topic, 2, [b"c%d" % i for i in range(7)])
+        assert p.flush(30) == 0
+    assert admin.topic_watermarks(topic) == {0: (0, 100), 1: (0, 0), 2: (0, 7)}
+    marks = admin.topic_watermarks(topic, [2, 0, 2])
+    assert list(marks.items()) == [(2, (0, 7)), (0, (0, 100))]  # the order asked, once each
+    assert admin.topic_watermarks(topic, []) == {}
+    assert marks[0] == admin.watermarks(topic, 0)
+    with pytest.raises(KafkaError) as unknown:
+        admin.topic_watermarks(name("missing"))
+    assert unknown.value.name == "UNKNOWN_TOPIC_OR_PART"
+    with pytest.raises(ValueError, match="partition"):
+        admin.topic_watermarks(topic, [0, -1])
+    with pytest.raises(TypeError, match="partitions"):
+        admin.topic_watermarks(topic, "01")
+
+
 def test_partition_count_never_creates_the_topic(broker, admin, new_topic):
     assert admin.partition_count(new_topic(broker, 4)) == 4
     missing = name("missing")

@@ -3,7 +3,7 @@ offsets for timestamps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .. import _binding
 from .._binding import partitions as _partitions
@@ -40,15 +40,55 @@ class _OffsetsAdmin(_AdminBase):
         check_topic_name(topic)
         timeout = _check_timeout(timeout)
         check_int(partition, "partition", minimum=0, maximum=0x7FFFFFFF)
+        return self._true_watermarks(topic, [partition], timeout)[partition]
+
+    def topic_watermarks(self, topic: str, partitions: Iterable[int] | None = None,
+                         timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+        """``watermarks`` of many partitions at once: two ListOffsets lookups and one short
+        fetch for them all (one request per leader each), so the cost does not grow with a
+        round trip per partition.
+
+        Args:
+            topic: The topic name.
+            partitions: Partition numbers, each >= 0. None: every partition of the topic.
+            timeout: Seconds to wait for the answers, all of them.
+
+        Returns:
+            ``{partition: (low, high)}``, in the order asked.
+
+        Raises:
+            rdk.KafkaError: An unknown topic or partition; the answers took over ``timeout``.
+            TypeError: ``partitions`` is not an iterable of int (a str is refused).
+            ValueError: A partition below 0 or past 2**31 - 1, a bad topic name or timeout.
+            rdk.ClosedError: The Admin was closed.
+        """
+        check_topic_name(topic)
+        timeout = _check_timeout(timeout)
+        if partitions is None:
+            self._client.ensure_open()
+            parts = list(range(self._client.partition_count(topic, timeout)))
+        else:
+            if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Iterable):
+                raise TypeError(f"topic_watermarks: partitions must be an iterable of int, "
+                                f"got {partitions!r}")
+            parts = list(dict.fromkeys(partitions))
+            for p in parts:
+                check_int(p, "partition", minimum=0, maximum=0x7FFFFFFF)
+        return self._true_watermarks(topic, parts, timeout)
+
+    def _true_watermarks(self, topic: str, parts: list[int],
+                         timeout: float) -> dict[int, tuple[int, int]]:
         self._client.ensure_open()
+        if not parts:
+            return {}
         if self._fetch_client is None:
             self._fetch_client = _binding.Client(
                 "consumer", {"fetch.wait.max.ms": 10, **self._props,
                              "enable.partition.eof": True, "auto.offset.reset": "earliest"},
                 oauth_cb=self._oauth_cb, logger=self._logger)
-        marks = _partitions.true_watermarks(self._client, topic, [partition], timeout,
+        marks = _partitions.true_watermarks(self._client, topic, parts, timeout,
                                             fetch_client=self._fetch_client)
-        return marks[partition]
+        return {p: marks[p] for p in parts}
 
     def query_watermarks(self, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
         """(low, high) from the broker's ListOffsets answers (earliest, latest), with no
