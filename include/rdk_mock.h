@@ -5,6 +5,8 @@ typedef struct rd_kafka_mock_cluster_s rd_kafka_mock_cluster_t;
 rd_kafka_mock_cluster_t *rd_kafka_mock_cluster_new(rd_kafka_t *rk, int broker_cnt);
 void rd_kafka_mock_cluster_destroy(rd_kafka_mock_cluster_t *mcluster);
 const char *rd_kafka_mock_cluster_bootstraps(const rd_kafka_mock_cluster_t *mcluster);
+void rd_kafka_mock_group_initial_rebalance_delay_ms(rd_kafka_mock_cluster_t *mcluster,
+                                                    int32_t delay_ms);
 
 rd_kafka_resp_err_t rd_kafka_mock_topic_create(rd_kafka_mock_cluster_t *mcluster,
                                                const char *topic, int partition_cnt,

@@ -28,6 +28,14 @@ def test_mock_cluster_broker_count_is_checked(value, exc):
         MockCluster(value)
 
 
+@pytest.mark.parametrize("value,exc", [("0", TypeError), (-1, ValueError), (300_001, ValueError)])
+def test_mock_cluster_rebalance_delay_is_checked(value, exc):
+    with pytest.raises(exc, match="group_initial_rebalance_delay_ms"):
+        MockCluster(1, group_initial_rebalance_delay_ms=value)
+    with MockCluster(1, group_initial_rebalance_delay_ms=3000) as mc:  # librdkafka's default
+        assert mc.bootstrap_servers
+
+
 def test_mock_cluster_methods_name_their_bad_argument():
     with MockCluster(1) as mc:
         with pytest.raises(ValueError, match="'bad topic'"):

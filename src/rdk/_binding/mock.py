@@ -21,6 +21,12 @@ def cluster_new(rk: Any, num_brokers: int) -> tuple[Any, str]:
     return mc, ffi.string(lib.rd_kafka_mock_cluster_bootstraps(mc)).decode()
 
 
+def group_initial_rebalance_delay(mc: Any, delay_ms: int) -> None:
+    """The cluster's ``group.initial.rebalance.delay.ms``: how long a new group waits for
+    more members before its first assignment."""
+    lib.rd_kafka_mock_group_initial_rebalance_delay_ms(mc, delay_ms)
+
+
 def cluster_destroy(mc: Any) -> None:
     """Destroy the cluster (before the handle that owns it)."""
     lib.rd_kafka_mock_cluster_destroy(mc)

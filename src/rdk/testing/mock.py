@@ -79,18 +79,23 @@ class MockCluster(EmbeddedBroker):
 
     Args:
         num_brokers: Brokers, 1 to ``MAX_MOCK_BROKERS``.
+        group_initial_rebalance_delay_ms: How long a new consumer group waits for more
+            members before its first assignment, 0 to 300 000. 0 (as ``KafkaCluster``): it
+            forms at once; librdkafka's own default is 3 000, a broker's default.
 
     Raises:
-        TypeError: ``num_brokers`` is not an int.
-        ValueError: ``num_brokers`` is out of range.
+        TypeError: ``num_brokers`` or the delay is not an int.
+        ValueError: ``num_brokers`` or the delay is out of range.
         rdk.RdkError: librdkafka could not create the mock cluster.
     """
 
     kind = "mock"
     """``"mock"``."""
 
-    def __init__(self, num_brokers: int = 3) -> None:
+    def __init__(self, num_brokers: int = 3, *, group_initial_rebalance_delay_ms: int = 0) -> None:
         check_int(num_brokers, "num_brokers", minimum=1, maximum=MAX_MOCK_BROKERS)
+        check_int(group_initial_rebalance_delay_ms, "group_initial_rebalance_delay_ms",
+                  minimum=0, maximum=300_000)
         self.num_brokers = num_brokers
         """The number of brokers (ids 1..num_brokers)."""
         # The handle only keeps the cluster's books; its event thread drains logs.
@@ -109,6 +114,7 @@ class MockCluster(EmbeddedBroker):
         self._holder: list[Any] = [mc]
         self._client._finalizer.atexit = False
         self._finalizer = weakref.finalize(self, _destroy_mock, self._holder, self._client)
+        _mock.group_initial_rebalance_delay(mc, group_initial_rebalance_delay_ms)
 
     @property
     def _mc(self) -> Any:
