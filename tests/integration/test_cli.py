@@ -31,6 +31,7 @@ from rdk.offsets import (
     read_offset_file,
     write_offset_file,
 )
+from rdk.testing import MockCluster
 
 PY = sys.executable
 
@@ -570,7 +571,16 @@ def test_rich_table_and_progress_render_when_asked(mock_cluster, tmp_path, capsy
     assert "sent 3, failed 0" in err
 
 
-def test_consume_group_workers_read_everything_once_and_commit_to_the_group(mock_cluster):
+@pytest.fixture
+def grouping_mock():
+    """A mock cluster whose new groups wait 3 s for more members (a broker's default): both
+    workers join the first generation, and no rebalance refuses the commits at the end."""
+    with MockCluster(3, group_initial_rebalance_delay_ms=3000) as mc:
+        yield mc
+
+
+def test_consume_group_workers_read_everything_once_and_commit_to_the_group(grouping_mock):
+    mock_cluster = grouping_mock
     mock_cluster.create_topic("grouped", 4)
     produce_numbers(mock_cluster.bootstrap_servers, "grouped", 4, 300)
     # -X: a short session, because the mock cluster holds a group in its rebalance for the

@@ -25,6 +25,7 @@ from helpers import wait_until
 import rdk
 from rdk import workers
 from rdk.offsets import offset_file_path, read_offset_file
+from rdk.testing import MockCluster
 
 BATCH = 100  # max_messages_per_callback: "one batch" of duplicates
 
@@ -71,8 +72,12 @@ def produce(broker, topic: str, partitions: int, per_partition: int) -> None:
 
 
 @pytest.fixture
-def mock_broker(mock_cluster):
-    return mock_cluster
+def mock_broker():
+    """A fresh mock cluster whose new groups wait 3 s for more members (a broker's default
+    group.initial.rebalance.delay.ms): a pool's members join one generation together, where
+    at 0 the first to join would take every partition and finish alone."""
+    with MockCluster(3, group_initial_rebalance_delay_ms=3000) as mc:
+        yield mc
 
 
 def test_sigkilled_worker_restarts_in_same_slot_and_topic_is_fully_consumed(
