@@ -542,8 +542,9 @@ class Bench:
                      repeat: int) -> str:
         """Each producer of the cell in ``order``; the topic the consumers read comes back
         (rdk's, else the first produced in full). Every other topic is deleted as soon as it
-        is counted: its 400 MB (10 KiB) would otherwise be written back to disk while the next
-        producers run, and the fifth producer of a cell ran at half the rate of the first."""
+        is counted, so a cell does not keep five 400 MB topics (10 KiB) on disk. (It did not
+        steady the 10 KiB cells: there every producer still ranges over 2-5 x between
+        repeats; the disk decides.)"""
         keep_for = "rdk" if "rdk" in order else next(p for p in order if p not in CONSUME_ONLY)
         source = ""
         for peer in order:
