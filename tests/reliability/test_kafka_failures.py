@@ -329,12 +329,12 @@ def test_leader_sigkills_lose_nothing_for_producer_and_offset_file_consumer(thre
 # ---- 3. a paused (SIGSTOPped) node ----------------------------------------------------------------
 
 
-PAUSE_S = 15  # seconds the node is stopped (30 until 2026-11-29: the same fencing, twice the time)
+PAUSE_S = 15  # seconds the node is stopped (it was 30: the same fencing, twice the time)
 
 
 @pytest.mark.timeout(300)
 def test_calls_keep_their_timeouts_while_the_broker_is_paused_and_nothing_is_lost(one_node, tmp_path, timed):
-    """Bounds: the node is SIGSTOPped for PAUSE_S (past the controller's 9 s
+    """Bounds: the node is SIGSTOPped for PAUSE_S (past the cluster's 6 s
     broker.session.timeout.ms, so it is fenced); 2 000 messages before, 500 per flush(5) while
     paused (about 3 flushes), all delivered and consumed once after SIGCONT.
 
