@@ -382,6 +382,7 @@ const rd_kafka_ConfigEntry_t **rd_kafka_ConfigResource_configs(
 const char *rd_kafka_ConfigEntry_name(const rd_kafka_ConfigEntry_t *entry);
 const char *rd_kafka_ConfigEntry_value(const rd_kafka_ConfigEntry_t *entry);
 int rd_kafka_ConfigEntry_is_default(const rd_kafka_ConfigEntry_t *entry);
+int rd_kafka_ConfigEntry_source(const rd_kafka_ConfigEntry_t *entry); /* rd_kafka_ConfigSource_t */
 
 /* ---- high-level (group) consumer: subscribe, rebalance, seek ------------- */
 rd_kafka_resp_err_t rd_kafka_subscribe(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *topics);

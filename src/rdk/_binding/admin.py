@@ -224,10 +224,15 @@ def alter_group_config(client: Client, group_id: str, configs: Mapping[str, Any]
             _raise_resource_error(resource, context)
 
 
+#: rd_kafka_ConfigSource_t's RD_KAFKA_CONFIG_SOURCE_GROUP_CONFIG: a group's own setting
+_GROUP_CONFIG_SOURCE = 8
+
+
 def describe_group_config(client: Client, group_id: str, timeout: float,
                           context: str) -> dict[str, tuple[str, bool]]:
     """DescribeConfigs on the GROUP resource: ``{name: (value, whether it is the group's own
-    setting)}``, sorted by name."""
+    setting)}``, sorted by name. Own: the source is the group's config, not a broker's
+    (a broker's static ``group.share.heartbeat.interval.ms`` is not "default" either)."""
     res = _group_resource(group_id)
     with _group_resource_request(client, lib.rd_kafka_DescribeConfigs, res, timeout,
                                  context) as ev:
@@ -240,7 +245,7 @@ def describe_group_config(client: Client, group_id: str, timeout: float,
                 if value != ffi.NULL:
                     out[ffi.string(lib.rd_kafka_ConfigEntry_name(entry)).decode()] = (
                         ffi.string(value).decode(errors="replace"),
-                        not lib.rd_kafka_ConfigEntry_is_default(entry))
+                        lib.rd_kafka_ConfigEntry_source(entry) == _GROUP_CONFIG_SOURCE)
         return dict(sorted(out.items()))
 
 

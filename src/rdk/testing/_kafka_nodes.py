@@ -149,6 +149,12 @@ class KafkaNodes:
             "auto.create.topics.enable": False,
             "broker.heartbeat.interval.ms": 1000,
             "broker.session.timeout.ms": 6000,
+            # share and KIP-848 consumer groups: a member learns of an assignment at its next
+            # heartbeat (5 s by default, and at least 5 s), 1 s here
+            "group.share.min.heartbeat.interval.ms": 1000,
+            "group.share.heartbeat.interval.ms": 1000,
+            "group.consumer.min.heartbeat.interval.ms": 1000,
+            "group.consumer.heartbeat.interval.ms": 1000,
         }
         props.update(extra)
         return "".join(f"{key}={_prop(value)}\n" for key, value in props.items())
