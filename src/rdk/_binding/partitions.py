@@ -68,8 +68,8 @@ def listed_watermarks(client: Client, topic: str, partitions: Iterable[int],
     ``rd_kafka_offsets_for_times``, not ``rd_kafka_query_watermark_offsets``: after one of
     that call's two requests was answered with an error, its next call could report the
     high watermark as the low one, without an error (librdkafka 2.15.1; seen on the mock
-    cluster with NOT_LEADER_FOR_PARTITION: (5, 5) where (0, 5) is right). It also asks for
-    one partition per call."""
+    cluster with NOT_LEADER_FOR_PARTITION: (5, 5) where (0, 5) is right), and it takes one
+    partition per call."""
     parts = list(dict.fromkeys(int(p) for p in partitions))
     if not parts:
         return {}

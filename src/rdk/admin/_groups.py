@@ -50,9 +50,10 @@ class _GroupsAdmin(_AdminBase):
     def _alter_group(self, group_id: str, configs: Mapping[str, Any], timeout: float,
                      context: str) -> None:
         """IncrementalAlterConfigs, then until the broker's DescribeConfigs shows it (up to
-        ``timeout``). The controller acknowledges the change before the broker has applied
-        its record: a describe at once could still see the value before (seen for
-        ``share.auto.offset.reset`` put back by ``reset_share_group``)."""
+        ``timeout`` or 5 s, the smaller; then a warning). The controller acknowledges the
+        change before the broker has applied its record: a describe at once could still see
+        the value before (seen for ``share.auto.offset.reset`` put back by
+        ``reset_share_group``)."""
         if not configs:
             return
         _admin.alter_group_config(self._client, group_id, configs, timeout, context)
