@@ -227,7 +227,7 @@ def _register_txn_faults(spark, markers: Path, faults: dict[int, list[str]]) -> 
     open transaction) and committing, until the test killed a broker."""
     from rdk.spark import _exactly_once as eos
     from rdk.spark.source import KafkaDataSource
-    from rdk.spark.writer import KafkaStreamWriter
+    from rdk.spark.stream_writer import KafkaStreamWriter
 
     batches = {b for b, kinds in faults.items() if "txn" in kinds}
 

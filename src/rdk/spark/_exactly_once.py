@@ -43,6 +43,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from ..errors import ConfigError, RdkError
 from .options import WriteOptions, parse_read_options, split_properties
+from .writer import TaskProducer, write_batches
 
 log = logging.getLogger("rdk.spark")
 
@@ -179,8 +180,6 @@ def stage(opts: WriteOptions, staging_partitions: int,
           batches: Iterator[pa.RecordBatch]) -> StagedCommitMessage:
     """Write task: stage this task's rows (step 1). Raises DeliveryError as the
     at-least-once sink does when a row cannot be staged."""
-    from .writer import write_batches
-
     query_id, _, partition = task_identity()
     attempt = uuid.uuid4().hex
     staging = WriteOptions(kafka={**opts.kafka, "enable.idempotence": "true"},
@@ -293,7 +292,6 @@ def _copy_attempts(opts: WriteOptions, producer: Any, staging: str,
     attempt."""
     from .planner import OffsetRange
     from .reader import read_range
-    from .writer import TaskProducer
 
     read_opts = parse_read_options(
         {**{f"kafka.{k}": v for k, v in opts.kafka.items() if k.startswith(_SHARED)},

@@ -21,7 +21,8 @@ from .options import (
 )
 from .reader import KafkaBatchReader
 from .stream import KafkaStreamReader
-from .writer import KafkaBatchWriter, KafkaStreamWriter, check_write_schema
+from .stream_writer import KafkaStreamWriter
+from .writer import KafkaBatchWriter, check_write_schema
 
 # the data source's internals; rdk.spark re-exports what users see
 __all__: list[str] = []

@@ -22,11 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import (
-    DataSourceArrowWriter,
-    DataSourceStreamArrowWriter,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -296,41 +292,3 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         delivered = sum(m.rows for m in messages if isinstance(m, KafkaCommitMessage))
         log.warning("rdkafka sink: the write failed; %d rows of finished tasks stay in Kafka "
                     "(Kafka has no transactions here: writes are at-least-once)", delivered)
-
-
-class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("rdkafka")``: each micro-batch's tasks deliver everything
-    (at-least-once); with ``exactlyOnce`` they stage their rows and the driver's commit
-    copies those of the successful attempts in one transaction (rdk.spark._exactly_once)."""
-
-    def __init__(self, opts: WriteOptions) -> None:
-        self.opts = opts
-        self.staging_partitions = 0
-        if opts.exactly_once:
-            from ._exactly_once import prepare_staging
-
-            self.staging_partitions = prepare_staging(opts)
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        if self.opts.exactly_once:
-            from ._exactly_once import stage
-
-            return stage(self.opts, self.staging_partitions, iterator)
-        return write_batches(self.opts, iterator)
-
-    def commit(self, messages: list, batchId: int) -> None:
-        """At-least-once: nothing to do, every row was delivered before its task returned.
-        Exactly-once: copy the staged rows of the successful attempts, in one transaction."""
-        if self.opts.exactly_once:
-            from ._exactly_once import copy_committed
-
-            copied = copy_committed(self.opts, self.staging_partitions, messages, batchId)
-            log.info("rdkafka sink: micro-batch %d: %d rows committed", batchId, copied)
-
-    def abort(self, messages: list, batchId: int) -> None:
-        if self.opts.exactly_once:
-            log.warning("rdkafka sink: micro-batch %d failed; its staged rows are never "
-                        "copied (the replay stages its own)", batchId)
-        else:
-            log.warning("rdkafka sink: micro-batch %d failed; rows already delivered stay in "
-                        "Kafka", batchId)
