@@ -187,11 +187,13 @@ static int run_produce(void) {
         chunk_no++;
         sent += n;
     }
+    double enqueue_secs = (now_ns() - t0) / 1e9; /* what follows waits for the broker's acks */
     while (delivered + failed < arg_count && (now_ns() - t0) / 1e9 < arg_timeout)
         rd_kafka_flush(rk, 100);
     double secs = (now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
     printf("RESULT {\"count\": %lld, \"failed\": %lld, \"bytes\": %lld, \"seconds\": %.6f, "
-           "\"cpu_seconds\": %.6f, \"error\": \"%s\"}\n", delivered, failed, delivered * arg_size, secs, cpu,
+           "\"cpu_seconds\": %.6f, \"enqueue_seconds\": %.6f, \"error\": \"%s\"}\n", delivered, failed,
+           delivered * arg_size, secs, cpu, enqueue_secs,
            first_error ? rd_kafka_err2name(first_error) : "");
     fflush(stdout);
     rd_kafka_topic_destroy(rkt);

@@ -117,16 +117,25 @@ class Stopwatch:
     def __init__(self) -> None:
         self.t0 = self.c0 = 0.0
         self.seconds = self.cpu_seconds = 0.0
+        self.enqueue_seconds: float | None = None
 
     def start(self) -> None:
         self.t0, self.c0 = time.perf_counter(), time.process_time()
+
+    def enqueued(self) -> None:
+        """Mark the end of a producer's enqueue phase: what follows is flush(), waiting
+        for the broker's acknowledgements."""
+        self.enqueue_seconds = time.perf_counter() - self.t0
 
     def stop(self) -> None:
         self.seconds = time.perf_counter() - self.t0
         self.cpu_seconds = time.process_time() - self.c0
 
     def fields(self) -> dict[str, float]:
-        return {"seconds": self.seconds, "cpu_seconds": self.cpu_seconds}
+        out = {"seconds": self.seconds, "cpu_seconds": self.cpu_seconds}
+        if self.enqueue_seconds is not None:
+            out["enqueue_seconds"] = self.enqueue_seconds
+        return out
 
 
 class ConsumeClock:

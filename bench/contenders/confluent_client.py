@@ -68,6 +68,7 @@ def produce(job: Job) -> dict[str, Any]:
                 except BufferError:
                     p.poll(0.01)
         p.poll(0)
+    watch.enqueued()
     left = p.flush(job.timeout)
     watch.stop()
     return {"count": job.count - left, "bytes": (job.count - left) * job.size, **watch.fields()}

@@ -81,6 +81,7 @@ def produce(job: Job) -> dict[str, Any]:
     for part, n in plan:
         for value in pool[:n]:
             keep(send(topic, value, partition=part))
+    watch.enqueued()
     p.flush(job.timeout)
     watch.stop()
     p.close()

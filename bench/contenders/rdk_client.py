@@ -133,6 +133,7 @@ def produce(job: Job) -> dict[str, Any]:
     for part, n in plan:
         enqueued += send(topic, None if anywhere else part,
                          pool[:n] if n < len(pool) else pool).enqueued
+    watch.enqueued()
     left = p.flush(job.timeout)
     watch.stop()
     p.stop()

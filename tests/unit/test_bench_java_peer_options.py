@@ -47,6 +47,32 @@ def test_the_summary_adds_the_scale_goal_and_the_variant_goals():
     assert not [g for g in goals if g.startswith("produce 100B 64p: rdk >= 1.3")]
 
 
+def test_a_cpu_goal_below_native_cs_own_cpu_is_named_and_enqueue_rates_are_tabled():
+    """The CPU goal (0.5 x confluent-kafka's) is compared with native C's CPU per message
+    (the C library alone); the producers' enqueue rates get a table of their own."""
+    def cpu_run(peer, cpu, enqueue=None):
+        r = {**run(peer, "produce", 4, 100.0), "cpu_us_per_msg": cpu}
+        if enqueue:
+            r["enqueue_msgs_per_s"] = enqueue
+        return r
+
+    runs = [cpu_run("rdk", 1.0, 3e6), cpu_run("confluent-kafka", 1.6, 1e6),
+            cpu_run("native C", 0.9, 4e6)]
+    data = {"meta": {"peers": ["rdk", "confluent-kafka", "native C"]},
+            "summary": java_peer.summarise(runs)}
+    (goal,) = [g for g in data["summary"]["goals"] if "CPU/msg" in g["goal"]]
+    assert goal["holds"] is False and goal["native_c_ratio"] == pytest.approx(0.9 / 1.6)
+    text = java_peer.tables(data)
+    assert "less than native C's own CPU per message" in text
+    assert "in 1 cells: produce 100B 4p 0.56." in text
+    enqueue = text[text.index("**Enqueue rate**"):].split("\n")
+    assert "| produce | 100 B | 4 | 3 000 000 | 1 000 000 | 4 000 000 |" in enqueue
+    # where native C needs at most half of confluent-kafka's CPU, no such line
+    runs[2]["cpu_us_per_msg"] = 0.7
+    data["summary"] = java_peer.summarise(runs)
+    assert "less than native C's own CPU" not in java_peer.tables(data)
+
+
 def test_sweep_options_replace_the_matrix(monkeypatch):
     seen = {}
 
@@ -84,7 +110,7 @@ def _recording(parser, seen):
 DOCUMENTED = [
     ["--duration", "5", "--out", "docs/data/java_peer.json",
      "--peers", "rdk,rdk Arrow,confluent-kafka,java,native C,rdk queue=30000"],
-    ["--throughput-only", "--partitions", "512,2048", "--sizes", "100",
+    ["--throughput-only", "--partitions", "512,2048", "--sizes", "100", "--repeat", "5",
      "--peers", "rdk,rdk Arrow,confluent-kafka,native C", "--out", "docs/data/java_peer_scale.json"],
     ["--throughput-only", "--partitions", "8192", "--sizes", "100", "--broker-heap-mib", "2048",
      "--peers", "rdk,rdk Arrow,confluent-kafka", "--out", "docs/data/java_peer_8192.json"],
