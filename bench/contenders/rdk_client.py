@@ -18,6 +18,7 @@ how long ``Consumer.start()`` took (``start_seconds``: locks and reads of the of
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -160,7 +161,9 @@ def consume(job: Job) -> dict[str, Any]:
 
     if job.options.get("workers"):
         return pool_consume(job)
-    with tempfile.TemporaryDirectory(prefix="rdk-bench-") as offsets:
+    given = job.options.get("offset_dir")  # bench/java_peer.py removes it after this process
+    with contextlib.nullcontext(given) if given else tempfile.TemporaryDirectory(
+            prefix="rdk-bench-") as offsets:
         store = file_store(job, offsets)
         c = new_consumer(job, receive, offsets, **({} if store is None else {"offset_store": store}))
         t0 = time.perf_counter()
