@@ -332,10 +332,15 @@ def _rebalance_with_batches_in_flight(broker, new_topic):
                 revoked_at.update(committed(broker, group, topic, [p for _t, p in parts]))
         first_seen.on_revoke(parts)
 
+    # the full session on the mock cluster too: its coordinator evicts a member that has not
+    # rejoined within session.timeout.ms - 1 s, and c1's revoke waits here while the batches
+    # are released one by one (with 3 s, a loaded machine took longer: c1 was evicted and
+    # lost partitions that were not moving)
+    session = {"session.timeout.ms": GROUP_OPTIONS["session.timeout.ms"]}
     c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
-                        on_revoke=on_revoke, max_messages_per_callback=25)
+                        on_revoke=on_revoke, max_messages_per_callback=25, driver_options=session)
     c2 = group_consumer(broker, topic, second, group, on_assign=second_seen.on_assign,
-                        max_messages_per_callback=25)
+                        max_messages_per_callback=25, driver_options=session)
     tracker = c1._shared.progress.tracker
     tracker_wait = tracker.wait_partitions_settled
 
@@ -434,7 +439,10 @@ def _hold_a_batch_across_a_revoke(broker, new_topic):
         log.add("delivered", frozenset(batch.offsets))
 
     first, second = Collector(delivered), Collector()
-    eager = {"partition.assignment.strategy": "range"}
+    # the full session on the mock cluster too (see _rebalance_with_batches_in_flight): the
+    # revoke is held here while the test looks at it
+    eager = {"partition.assignment.strategy": "range",
+             "session.timeout.ms": GROUP_OPTIONS["session.timeout.ms"]}
     c1 = group_consumer(broker, topic, first, group, on_assign=first_seen.on_assign,
                         on_revoke=on_revoke, max_messages_per_callback=10000,
                         driver_options=eager)
