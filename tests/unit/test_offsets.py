@@ -425,7 +425,7 @@ def test_one_flush_of_many_partitions_syncs_twice_and_few_sync_each_file(tmp_pat
     """Above SYNCFS_MIN_FILES changed files, one flush makes one syncfs and one directory
     fsync however many partitions it writes; below, one fsync per file plus the directory."""
     from rdk.offsets import SYNCFS_MIN_FILES, FileOffsetStore
-    from rdk.offsets._files import _syncfs
+    from rdk.offsets._files import _renameat2, _syncfs
 
     store = FileOffsetStore(tmp_path, "many")
     many = {p: 1000 + p for p in range(2048)}
@@ -438,6 +438,9 @@ def test_one_flush_of_many_partitions_syncs_twice_and_few_sync_each_file(tmp_pat
     assert store.files_written == len(many) + 2 and store.flushes == 2
     assert store.read([5, 6, 7]) == {5: 7, 6: 8, 7: 1007}
     assert SYNCFS_MIN_FILES < 2048
+    kept = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert len(kept) == (2 if _renameat2 is not None else 0), kept  # one per partition swapped
+    store.close()
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 
@@ -485,3 +488,163 @@ def test_committer_spaces_commits_by_their_cpu_cost_when_given_a_cpu_share():
         assert plain._next_gap(5.0) == 0.3  # no CPU share given: min_interval only
     finally:
         plain.close(10)
+
+
+# ---- OffsetFileWriter: a consumer's commits swap a kept temp file with the offset file ----
+
+def _inode(path):
+    return os.stat(path, follow_symlinks=False).st_ino
+
+
+def _kept(directory):
+    return sorted(n for n in os.listdir(directory) if n.endswith(".tmp"))
+
+
+needs_exchange = pytest.mark.skipif(
+    __import__("rdk.offsets._files", fromlist=["_renameat2"])._renameat2 is None,
+    reason="no renameat2 in this libc")
+
+
+@needs_exchange
+def test_steady_commits_swap_two_files_and_create_none(tmp_path, monkeypatch):
+    """Once a partition's kept temp file exists, a commit rewrites it and swaps names with the
+    offset file: the same two inodes take turns, and no other file appears."""
+    from rdk.offsets import FileOffsetStore, _files, read_offset_file
+
+    monkeypatch.setattr(_files, "SHADOW_SETTLE_SECONDS", 0.0)
+    store = FileOffsetStore(tmp_path, "t")
+    final = tmp_path / "t-3.offset"
+    store.commit({3: 10})  # no offset file yet: the kept file is renamed into place
+    assert _kept(tmp_path) == []
+    store.commit({3: 123456})  # the first swap: the kept file now holds 10
+    (kept,) = _kept(tmp_path)
+    pair = {_inode(final), _inode(tmp_path / kept)}
+    assert (tmp_path / kept).read_bytes() == b"10\n"
+    for value in (7, 99999999, 8, 5):  # 5 goes into the file holding 99999999: no old bytes stay
+        before = _inode(final)
+        store.commit({3: value})
+        assert read_offset_file(final) == value
+        assert _inode(tmp_path / kept) == before  # swapped, not replaced
+        assert {_inode(final), _inode(tmp_path / kept)} == pair
+        assert _kept(tmp_path) == [kept]
+    store.close()
+    assert _kept(tmp_path) == [] and read_offset_file(final) == 5
+    store.commit({3: 9})  # usable after close
+    assert read_offset_file(final) == 9
+
+
+@needs_exchange
+def test_a_kept_file_is_not_rewritten_within_the_settle_time(tmp_path):
+    """A reader that opened the offset file just before a swap holds the kept file's inode:
+    for SHADOW_SETTLE_SECONDS it is left alone (commits meanwhile rename fresh temp files)."""
+    from rdk.offsets import FileOffsetStore, read_offset_file
+
+    store = FileOffsetStore(tmp_path, "t")
+    final = tmp_path / "t-0.offset"
+    store.commit({0: 1})
+    with open(final, "rb") as reader:  # a reader opens the offset file holding 1
+        store.commit({0: 2})  # swap: its inode is now the kept file
+        for value in range(3, 8):  # all within the settle time
+            store.commit({0: value})
+            assert read_offset_file(final) == value
+        assert reader.read() == b"1\n"
+    assert len(_kept(tmp_path)) == 1
+    store.close()
+
+
+def test_commits_work_where_names_cannot_be_swapped(tmp_path, monkeypatch):
+    """A file system (or libc) without RENAME_EXCHANGE: the writer falls back to a fresh temp
+    file renamed over the offset file, and keeps no temp file."""
+    import errno
+
+    from rdk.offsets import FileOffsetStore, _files, read_offset_file
+
+    monkeypatch.setattr(_files, "SHADOW_SETTLE_SECONDS", 0.0)
+    calls = []
+
+    def refuse(dir_fd, a, b):
+        calls.append((a, b))
+        return errno.EINVAL
+    monkeypatch.setattr(_files, "_exchange", refuse)
+    store = FileOffsetStore(tmp_path, "t")
+    for value in range(5):
+        store.commit({0: value, 1: value * 1000})
+        assert read_offset_file(tmp_path / "t-0.offset") == value
+        assert read_offset_file(tmp_path / "t-1.offset") == value * 1000
+    assert len(calls) == 1  # tried once, then never again
+    assert _kept(tmp_path) == []
+    monkeypatch.setattr(_files, "_renameat2", None)
+    other = FileOffsetStore(tmp_path, "u")
+    other.commit({0: 1})
+    other.commit({0: 2})
+    assert _kept(tmp_path) == [] and read_offset_file(tmp_path / "u-0.offset") == 2
+
+
+@needs_exchange
+def test_a_failed_swap_leaves_no_new_value_behind_and_the_next_commit_recovers(tmp_path, monkeypatch):
+    """A swap that fails (EIO) raises OffsetFileError naming the topic; the offset file keeps
+    its old value, the kept file is removed, and the next commit writes normally."""
+    import errno
+
+    from rdk.errors import OffsetFileError
+    from rdk.offsets import FileOffsetStore, _files, read_offset_file
+
+    monkeypatch.setattr(_files, "SHADOW_SETTLE_SECONDS", 0.0)
+    store = FileOffsetStore(tmp_path, "t")
+    store.commit({0: 1})
+    store.commit({0: 2})
+    real = _files._exchange
+    monkeypatch.setattr(_files, "_exchange", lambda dir_fd, a, b: errno.EIO)
+    with pytest.raises(OffsetFileError, match=r"topic 't'.*Input/output error"):
+        store.commit({0: 3})
+    assert read_offset_file(tmp_path / "t-0.offset") == 2
+    assert _kept(tmp_path) == []
+    monkeypatch.setattr(_files, "_exchange", real)
+    store.commit({0: 4})
+    store.commit({0: 5})
+    assert read_offset_file(tmp_path / "t-0.offset") == 5 and len(_kept(tmp_path)) == 1
+
+
+@needs_exchange
+def test_a_read_that_spans_a_swap_reads_again(tmp_path, monkeypatch):
+    """read_offset_file opened the offset file, then a commit swapped it away before the
+    read: the value read is the new one, not the one of the inode it had opened."""
+    from rdk.offsets import FileOffsetStore, _format, read_offset_file
+
+    store = FileOffsetStore(tmp_path, "t")
+    store.commit({0: 1})
+    real_read = os.read
+    swapped = []
+
+    def read_after_a_commit(fd, n):
+        if not swapped:
+            swapped.append(True)
+            store.commit({0: 2})
+        return real_read(fd, n)
+    monkeypatch.setattr(_format.os, "read", read_after_a_commit)
+    assert read_offset_file(tmp_path / "t-0.offset") == 2
+    assert swapped
+
+
+@needs_exchange
+def test_a_store_never_closed_removes_its_kept_files_when_dropped_or_at_exit(tmp_path):
+    """An application's store wrapping a FileOffsetStore may never call its close(): the kept
+    temp files still go when the store is garbage collected, or when the interpreter exits."""
+    import gc
+
+    from rdk.offsets import FileOffsetStore
+
+    store = FileOffsetStore(tmp_path, "t")
+    store.commit({0: 1, 1: 1})
+    store.commit({0: 2, 1: 2})
+    assert len(_kept(tmp_path)) == 2
+    del store
+    gc.collect()
+    assert _kept(tmp_path) == []
+    code = ("import sys; from rdk.offsets import FileOffsetStore\n"
+            "s = FileOffsetStore(sys.argv[1], 'u'); s.commit({0: 1}); s.commit({0: 2})\n"
+            "import os; print(sum(n.endswith('.tmp') for n in os.listdir(sys.argv[1])))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "1"  # kept while the interpreter ran...
+    assert _kept(tmp_path) == []  # ...and removed when it exited

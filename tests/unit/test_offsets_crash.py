@@ -1,6 +1,7 @@
 """Crash safety of offset files: a writer SIGKILLed at random moments never leaves a file
 that does not parse, never moves an offset backwards, and leaves no temp file behind once
-the next owner of the partitions starts."""
+the next owner of the partitions starts. The writer commits back to back, so it both swaps
+its kept temp files and, within their settle time, renames fresh ones."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ import itertools, logging, sys
 from rdk.offsets import FileOffsetStore, OffsetCommitter, lock_partitions, read_offset_file, \
     remove_temp_files, offset_file_path
 d, topic, parts = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3].split(",")]
+if len(sys.argv) > 4:
+    from rdk.offsets import _files
+    _files.SHADOW_SETTLE_SECONDS = float(sys.argv[4])
 lock = lock_partitions(d, topic, parts)
 remove_temp_files(d, topic, parts)
 store = FileOffsetStore(d, topic)
@@ -44,11 +48,15 @@ for n in itertools.count(start + 1):
 """
 
 
-# few files per flush: one fsync each; many: one syncfs for all of them
-@pytest.mark.parametrize("partitions", [[0, 1, 2], list(range(5 * SYNCFS_MIN_FILES))],
-                         ids=["fsync-each", "syncfs"])
+# few files per flush: one fsync each; many: one syncfs for all of them. "rewrites": kept temp
+# files settle after 5 ms, so the killed writers also rewrite and swap them (in a consumer,
+# commits of many files are seconds apart and the settle time a second)
+@pytest.mark.parametrize(("partitions", "settle"), [
+    ([0, 1, 2], None), (list(range(5 * SYNCFS_MIN_FILES)), None), ([0, 1, 2], 0.005),
+    (list(range(5 * SYNCFS_MIN_FILES)), 0.005)],
+    ids=["fsync-each", "syncfs", "fsync-each-rewrites", "syncfs-rewrites"])
 def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp_path, partitions,
-                                                                             rdk_seed):
+                                                                             settle, rdk_seed):
     rng = random.Random(rdk_seed)
     topic = "crash.topic"
     seen = {p: -1 for p in partitions}
@@ -72,7 +80,7 @@ def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp
     try:
         for _ in range(KILLS):
             proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), topic,
-                                     ",".join(map(str, partitions))],
+                                     ",".join(map(str, partitions))] + ([str(settle)] if settle else []),
                                     stdout=subprocess.PIPE, text=True)
             assert proc.stdout.readline().strip() == "ready"
             time.sleep(rng.uniform(0.0, 0.05))  # a random moment, not a synchronisation
@@ -87,7 +95,9 @@ def test_sigkilled_writer_leaves_parseable_monotonic_files_and_no_temp_files(tmp
                 assert value >= seen[p], f"partition {p} went back from {seen[p]} to {value}"
                 seen[p] = value
             temps = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
-            assert len(temps) <= len(partitions), temps  # at most the killed writer's own
+            # at most the killed writer's own: per partition its kept file (a former value,
+            # swapped out) and a fresh one being written within the settle time
+            assert len(temps) <= 2 * len(partitions), temps
     finally:
         stop_reader.set()
         t.join(10)

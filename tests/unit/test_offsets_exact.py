@@ -574,14 +574,17 @@ def test_sync_filesystem_reports_errno(tmp_path, monkeypatch):
     assert _files._sync_filesystem(tmp_path) is False
 
 
-def test_load_syncfs_keeps_errno():
-    func = _files._load_syncfs()
+def test_libc_functions_keep_errno():
+    func = _files._libc_function("syncfs", ctypes.c_int)
     if func is None:
         pytest.skip("no syncfs in this libc")
     assert func.argtypes == [ctypes.c_int] and func.restype is ctypes.c_int
     ctypes.set_errno(0)
     assert func(-1) == -1
     assert ctypes.get_errno() == errno.EBADF
+    assert _files._libc_function("no_such_function_in_libc") is None
+    if _files._renameat2 is not None:  # swapping names that do not exist: ENOENT, kept
+        assert _files._exchange(-100, "/nonexistent/a", "/nonexistent/b") == errno.ENOENT
 
 
 def test_remove_temp_files_counts_what_it_removed(tmp_path):

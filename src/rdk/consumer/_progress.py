@@ -128,6 +128,8 @@ class Progress:
         """Stop the committer at once and close ``stores`` that have ``close()``."""
         if self.committer is not None:
             self.committer.close(0)
+        if isinstance(self.store, TopicStores):
+            self.store.close()
         for store in stores:
             close = getattr(store, "close", None)
             if callable(close):
@@ -143,14 +145,22 @@ class TopicStores:
     tracker and the committer. The public OffsetStore keeps its one-topic shape; this is
     the only place the keys change."""
 
-    def __init__(self, stores: Mapping[str, Any]) -> None:
+    def __init__(self, stores: Mapping[str, Any], owned: bool = False) -> None:
         self.stores = dict(stores)
+        self.owned = owned  # made by rdk (files()): close() closes them
         self.name = ", ".join(sorted({type(s).__name__ for s in self.stores.values()}))
 
     @classmethod
     def files(cls, directory: Any, topics: Sequence[str]) -> TopicStores:
         """kafka-native's offset files of ``topics`` in ``directory``."""
-        return cls({t: FileOffsetStore(directory, t) for t in topics})
+        return cls({t: FileOffsetStore(directory, t) for t in topics}, owned=True)
+
+    def close(self) -> None:
+        """Close the stores rdk made (their temp files go); an application's store is
+        closed by its owner."""
+        if self.owned:
+            for store in self.stores.values():
+                store.close()
 
     def read(self, keys: Sequence[Key]) -> dict[Key, int]:
         out: dict[Key, int] = {}

@@ -6,13 +6,17 @@ processed offset as decimal text and a newline. A consumer resumes at stored + 1
 
 This module is the only writer of offset files. Writes are atomic (a temp file in the same
 directory, synced, renamed, then one fsync of the directory), so a crash at any moment leaves either
-the old or the new value. A consumer holds an exclusive lock per owned partition while it
-runs: a byte range of the topic's one lock file ``.<topic>.lock`` (Linux open-file-description
-locks, ``F_OFD_SETLK``: held per open file, so two consumers in one process exclude each other
-too; released when the file is closed or the process ends). Its range holds the holder's pid.
-One file per topic, not per partition: creating 2,048 lock files cost a consumer's start a
-second. [is_locked][rdk.offsets.is_locked] lets tools such as ``rdk offsets set`` refuse to write under a
-running consumer.
+the old or the new value. A consumer's [FileOffsetStore][rdk.offsets.FileOffsetStore] keeps one
+temp file per partition between writes and swaps its name with the offset file's instead of
+renaming a new one over it: no inode is created or freed per write.
+
+A consumer holds an exclusive lock per owned partition while it runs: a byte range of the
+topic's one lock file ``.<topic>.lock`` (Linux open-file-description locks, ``F_OFD_SETLK``:
+held per open file, so two consumers in one process exclude each other too; released when the
+file is closed or the process ends). Its range holds the holder's pid. One file per topic, not
+per partition: creating 2,048 lock files cost a consumer's start a second.
+[is_locked][rdk.offsets.is_locked] lets tools such as ``rdk offsets set`` refuse to write under
+a running consumer.
 
 Any object with ``read(partitions) -> {partition: last_processed}`` and
 ``commit({partition: last_processed})`` can keep progress instead ([OffsetStore][rdk.offsets.OffsetStore]);

@@ -140,23 +140,40 @@ def read_offset_file(path: str | os.PathLike) -> int | None:
         rdk.OffsetFileError: The file is empty, corrupt, too large, a symbolic link, or
             cannot be read.
     """
-    fd = _open_read_only(path, f"offset file {os.fspath(path)!s} cannot be read")
-    if fd is None:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        while size <= MAX_FILE_BYTES:  # one byte more tells an oversized file
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as e:
-        raise OffsetFileError(f"offset file {os.fspath(path)!s} cannot be read: {e}") from e
-    finally:
-        os.close(fd)
+    for _ in range(_READ_TRIES):
+        fd = _open_read_only(path, f"offset file {os.fspath(path)!s} cannot be read")
+        if fd is None:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while size <= MAX_FILE_BYTES:  # one byte more tells an oversized file
+                chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            if not _still_named(fd, path):
+                continue  # replaced while it was read: read the new one
+        except OSError as e:
+            raise OffsetFileError(f"offset file {os.fspath(path)!s} cannot be read: {e}") from e
+        finally:
+            os.close(fd)
+        break
     return parse_offset_text(b"".join(chunks), path)
+
+
+_READ_TRIES = 3
+
+
+def _still_named(fd: int, path: str | os.PathLike) -> bool:
+    """Whether ``path`` still names the file open as ``fd``. A consumer swaps an offset file
+    with a temp file it rewrites later (``OffsetFileWriter``): a read that spans a swap is
+    done again rather than trusted."""
+    try:
+        return os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return True  # removed after it was read whole: what was read stands
 
 
 class OffsetFile(NamedTuple):
