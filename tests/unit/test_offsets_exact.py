@@ -565,13 +565,17 @@ def test_sync_filesystem_reports_errno(tmp_path, monkeypatch):
         return -1
 
     monkeypatch.setattr(_files, "_syncfs", failing)
-    with pytest.raises(OSError) as ei:
-        _files._sync_filesystem(tmp_path)
-    assert (ei.value.errno, ei.value.strerror) == (errno.EIO, f"syncfs: {os.strerror(errno.EIO)}")
-    monkeypatch.setattr(_files, "_syncfs", lambda fd: 0)
-    assert _files._sync_filesystem(tmp_path) is True
-    monkeypatch.setattr(_files, "_syncfs", None)
-    assert _files._sync_filesystem(tmp_path) is False
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError) as ei:
+            _files._sync_filesystem(fd)
+        assert (ei.value.errno, ei.value.strerror) == (errno.EIO, f"syncfs: {os.strerror(errno.EIO)}")
+        monkeypatch.setattr(_files, "_syncfs", lambda fd: 0)
+        assert _files._sync_filesystem(fd) is True
+        monkeypatch.setattr(_files, "_syncfs", None)
+        assert _files._sync_filesystem(fd) is False
+    finally:
+        os.close(fd)
 
 
 def test_libc_functions_keep_errno():

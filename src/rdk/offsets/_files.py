@@ -75,14 +75,6 @@ def ensure_directory(directory: str | os.PathLike) -> Path:
     return path
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 #: above this many files in one flush, one ``syncfs`` of the directory's file system
 #: replaces one ``fsync`` per temp file (each fsync is a journal commit on ext4/xfs)
 SYNCFS_MIN_FILES = 8
@@ -103,23 +95,15 @@ def _libc_function(name: str, *argtypes: Any) -> Any:
 _syncfs = _libc_function("syncfs", ctypes.c_int)
 
 
-def _sync_filesystem(directory: Path) -> bool:
-    """Flush every written-but-unsynced file of ``directory``'s file system at once;
-    False where syncfs is unavailable (then the caller fsyncs each file)."""
+def _sync_filesystem(dir_fd: int) -> bool:
+    """Flush every written-but-unsynced file of the file system of directory ``dir_fd`` at
+    once; False where syncfs is unavailable (then the caller fsyncs each file)."""
     if _syncfs is None:
         return False
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        _syncfs_fd(fd)
-    finally:
-        os.close(fd)
-    return True
-
-
-def _syncfs_fd(fd: int) -> None:
-    if _syncfs(fd) != 0:
+    if _syncfs(dir_fd) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"syncfs: {os.strerror(err)}")
+    return True
 
 
 RENAME_EXCHANGE = 2  # renameat2 flag (linux/fs.h): swap the two names atomically
@@ -138,43 +122,6 @@ def _exchange(dir_fd: int, a: str, b: str) -> int:
     if _renameat2(dir_fd, a.encode(), dir_fd, b.encode(), RENAME_EXCHANGE) == 0:
         return 0
     return ctypes.get_errno()
-
-
-def _checked_names(directory: Path, topic: str, offsets: Mapping[int, int]) -> dict[int, str]:
-    """Each partition's offset file name, once every partition and offset is checked: all or
-    nothing, so a bad value raises before any file is written."""
-    names = {}
-    for partition, offset in offsets.items():
-        name = names[partition] = offset_file_name(topic, partition)
-        check_int(offset, f"offset of topic {topic!r} partition {partition} ({directory / name})",
-                  minimum=-1, maximum=MAX_OFFSET)
-    return names
-
-
-def _write_temp_files(directory: Path, names: Mapping[int, str], offsets: Mapping[int, int],
-                      sync_each: bool, staged: list[tuple[Path, Path]]) -> int:
-    """Write each new value to a fresh temp file beside its offset file (fsynced when
-    ``sync_each``); returns the fsync calls made.
-
-    Each ``(temp file, offset file)`` pair goes into ``staged`` as soon as the temp file
-    exists, so the caller can remove them all whatever fails.
-    """
-    pid, syncs = os.getpid(), 0
-    for partition, offset in offsets.items():
-        final = directory / names[partition]
-        if os.path.islink(final):
-            raise _symlink_error(final)
-        tmp = directory / f"{_temp_prefix(names[partition])}{pid}-{next(_tmp_counter)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        staged.append((tmp, final))
-        try:
-            os.write(fd, b"%d\n" % offset)
-            if sync_each:
-                os.fsync(fd)
-                syncs += 1
-        finally:
-            os.close(fd)
-    return syncs
 
 
 def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mapping[int, int]) -> int:
@@ -199,28 +146,7 @@ def write_offset_files(directory: str | os.PathLike, topic: str, offsets: Mappin
             written then).
         rdk.OffsetFileError: An offset file is a symbolic link, or writing failed.
     """
-    directory = Path(directory)
-    names = _checked_names(directory, topic, offsets)
-    if not names:
-        return 0
-    each = len(names) <= SYNCFS_MIN_FILES or _syncfs is None
-    staged: list[tuple[Path, Path]] = []
-    try:
-        syncs = _write_temp_files(directory, names, offsets, each, staged)
-        if not each:
-            _sync_filesystem(directory)
-            syncs += 1
-        for tmp, final in staged:
-            os.replace(tmp, final)
-        staged.clear()
-        _fsync_directory(directory)
-        return syncs + 1
-    except OSError as e:
-        raise OffsetFileError(f"cannot write offsets of topic {topic!r} in {directory}: {e}") from e
-    finally:
-        for tmp, _ in staged:  # only on failure: do not leave temp files behind
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    return OffsetFileWriter(directory, topic, keep=False).write(offsets)
 
 
 def write_offset_file(directory: str | os.PathLike, topic: str, partition: int, offset: int) -> None:
@@ -263,11 +189,13 @@ class OffsetFileWriter:
     Args:
         directory: The offset directory (it must exist).
         topic: A legal Kafka topic name.
+        keep: False: keep no temp file, rename a fresh one each time (write_offset_files).
     """
 
-    def __init__(self, directory: str | os.PathLike, topic: str) -> None:
+    def __init__(self, directory: str | os.PathLike, topic: str, keep: bool = True) -> None:
         self.directory = Path(directory)
         self.topic = topic
+        self._keep = keep
         self._lock = threading.Lock()
         self._names: dict[int, tuple[str, str]] = {}  # partition -> (offset file, kept temp file)
         self._swapped: dict[int, float] = {}  # partition -> when its kept temp file got the old value
@@ -286,7 +214,7 @@ class OffsetFileWriter:
         self._tag = f"{self._pid}-w{next(_tmp_counter)}.tmp"
         self._names.clear()
         self._swapped.clear()
-        self._can_swap = _renameat2 is not None
+        self._can_swap = self._keep and _renameat2 is not None
 
     def _name(self, partition: int) -> tuple[str, str]:
         names = self._names.get(partition)
@@ -325,7 +253,7 @@ class OffsetFileWriter:
             for partition, offset in offsets.items():
                 syncs += self._stage(dir_fd, partition, offset, names[partition], now, each, staged)
             if not each:
-                _syncfs_fd(dir_fd)
+                _sync_filesystem(dir_fd)
                 syncs += 1
             for partition, source, final, keep, exists in staged:
                 self._put_in_place(dir_fd, partition, source, final, keep and exists)
